@@ -1,0 +1,3 @@
+from omni_deploy.cli import run
+
+run()

@@ -1,0 +1,1 @@
+"""The config core: load, chain, merge and apply platforms, keeping each value's origin."""

@@ -1,0 +1,114 @@
+"""Follow `base_config` chains and merge them as vllm-omni does.
+
+vllm-omni resolves a relative `base_config` against the directory of the file that names it
+(never the cwd, never its bundled folder) and has no cycle detection. We follow the same rule,
+detect cycles, and say where a missing base was looked for.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from omni_deploy.bundled import bundled_candidates
+from omni_deploy.config.merge import MergeReport, merge_documents
+from omni_deploy.config.nodes import Map, Scalar, retag
+from omni_deploy.config.yaml_loader import display_path, load_file
+from omni_deploy.errors import ConfigError, Location
+
+
+@dataclass
+class Resolved:
+    """A merged deploy config and how it was made."""
+
+    top: Path
+    config: Map
+    chain: list[Path] = field(default_factory=list)  # top file first, deepest base last
+    report: MergeReport = field(default_factory=MergeReport)
+    documents: dict[Path, Map] = field(default_factory=dict)  # each file as written
+
+
+def locate_top_file(name: str) -> Path:
+    """The file a user named: as given, else (a bare name) the project's or vllm-omni's bundle."""
+    path = Path(name).expanduser()
+    if path.exists():
+        return path
+    if os.sep not in name and "/" not in name:
+        candidates = bundled_candidates(name)
+        if candidates:
+            return candidates[0]
+    raise ConfigError(
+        f"no such file: {name}",
+        Location(name),
+        code="E107",
+        hint="a bare file name is also looked up in omni-deploy's deploy/ and vllm-omni's "
+        "bundled deploy/ folder",
+    )
+
+
+def _base_path(doc: Map, path: Path) -> tuple[Path, Scalar] | None:
+    entry = doc.pop("base_config")
+    if entry is None:
+        return None
+    node = entry.node
+    if isinstance(node, Scalar) and node.value is None:
+        return None
+    if not isinstance(node, Scalar) or not isinstance(node.value, str) or not node.value:
+        raise ConfigError(
+            "base_config must be a file path string", node.origin.location, code="E112"
+        )
+    return path.parent / node.value, node
+
+
+def resolve_file(path: Path, env: dict[str, str] | None = None) -> Resolved:
+    """Load `path` and every base below it, then merge bottom-up."""
+    chain: list[Path] = []
+    documents: dict[Path, Map] = {}
+    bases: list[tuple[Path, Map]] = []
+    current = path
+    requested_by: Scalar | None = None
+    while True:
+        real = current.resolve()
+        if real in [p.resolve() for p in chain]:
+            names = " -> ".join(display_path(p) for p in [*chain, current])
+            assert requested_by is not None
+            raise ConfigError(
+                f"base_config cycle: {names}", requested_by.origin.location, code="E111"
+            )
+        if requested_by is not None and not current.is_file():
+            raise _missing_base(current, requested_by)
+        doc = load_file(current, env)
+        chain.append(current)
+        documents[current] = doc
+        layer = "base" if len(chain) > 1 else "overlay"
+        found = _base_path(doc.copy(), current)
+        body = doc.copy()
+        body.pop("base_config")
+        if found is None and len(chain) == 1:
+            layer = "file"
+        bases.append((current, retag(body, layer)))  # type: ignore[arg-type]
+        if found is None:
+            break
+        current, requested_by = found
+    report = MergeReport()
+    merged = bases[-1][1]
+    for _, overlay in reversed(bases[:-1]):
+        merged = merge_documents(merged, overlay, report)
+    return Resolved(path, merged, chain, report, documents)
+
+
+def _missing_base(path: Path, requested_by: Scalar) -> ConfigError:
+    hint = None
+    candidates = bundled_candidates(path.name)
+    if candidates:
+        hint = (
+            f"a bundled file of that name exists at {candidates[0]}; base_config is resolved "
+            f"relative to the file that names it, so write that absolute path"
+        )
+    return ConfigError(
+        f"base_config {requested_by.value!r} not found (tried {display_path(path)})",
+        requested_by.origin.location,
+        code="E110",
+        hint=hint,
+    )

@@ -1,0 +1,163 @@
+"""Positioned YAML values: every mapping key and value knows the file, line and column it came from.
+
+The merge functions work on these nodes so that the merged result still knows, leaf by leaf,
+which file and which layer (base, overlay, platform section) set each value.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Hashable, Iterator
+from dataclasses import dataclass, field, replace
+from typing import Any, Union
+
+from omni_deploy.errors import Location
+
+
+@dataclass(frozen=True)
+class Origin:
+    """Where a value was written: file, 1-based line and column, and the layer of the merge."""
+
+    file: str
+    line: int
+    column: int
+    layer: str = "file"
+
+    @property
+    def location(self) -> Location:
+        return Location(self.file, self.line, self.column)
+
+    def __str__(self) -> str:
+        if self.layer == "default":
+            return "default"
+        return f"{self.file}:{self.line}:{self.column} ({self.layer})"
+
+
+DEFAULT_ORIGIN = Origin("<default>", 0, 0, "default")
+
+
+@dataclass
+class Scalar:
+    value: Any
+    origin: Origin
+
+
+@dataclass
+class Seq:
+    items: list[Node]
+    origin: Origin
+
+
+@dataclass
+class Entry:
+    """A mapping entry: the key's own position and the value node."""
+
+    key_origin: Origin
+    node: Node
+
+
+@dataclass
+class Map:
+    entries: dict[Hashable, Entry] = field(default_factory=dict)
+    origin: Origin = DEFAULT_ORIGIN
+
+    def get(self, key: Hashable) -> Node | None:
+        entry = self.entries.get(key)
+        return entry.node if entry is not None else None
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.entries
+
+    def keys(self) -> list[Hashable]:
+        return list(self.entries)
+
+    def items(self) -> Iterator[tuple[Hashable, Node]]:
+        for key, entry in self.entries.items():
+            yield key, entry.node
+
+    def copy(self) -> Map:
+        return Map(dict(self.entries), self.origin)
+
+    def set(self, key: Hashable, node: Node, key_origin: Origin | None = None) -> None:
+        self.entries[key] = Entry(key_origin or node.origin, node)
+
+    def pop(self, key: Hashable) -> Entry | None:
+        return self.entries.pop(key, None)
+
+
+Node = Union[Scalar, Seq, Map]
+
+
+def is_null(node: Node | None) -> bool:
+    return node is None or (isinstance(node, Scalar) and node.value is None)
+
+
+def is_falsy(node: Node | None) -> bool:
+    """Python truthiness of the plain value, as upstream's `if not x` sees it."""
+    if node is None:
+        return True
+    if isinstance(node, Scalar):
+        return not node.value
+    if isinstance(node, Seq):
+        return not node.items
+    return not node.entries
+
+
+def to_plain(node: Node | None) -> Any:
+    if node is None:
+        return None
+    if isinstance(node, Scalar):
+        return node.value
+    if isinstance(node, Seq):
+        return [to_plain(item) for item in node.items]
+    return {key: to_plain(entry.node) for key, entry in node.entries.items()}
+
+
+def from_plain(value: Any, origin: Origin) -> Node:
+    """Wrap a plain value (a default, an interpolation result) with one origin for all of it."""
+    if isinstance(value, dict):
+        return Map({k: Entry(origin, from_plain(v, origin)) for k, v in value.items()}, origin)
+    if isinstance(value, list):
+        return Seq([from_plain(v, origin) for v in value], origin)
+    return Scalar(value, origin)
+
+
+def retag(node: Node, layer: str) -> Node:
+    """A copy of the tree with every origin's layer set to `layer`."""
+    origin = replace(node.origin, layer=layer)
+    if isinstance(node, Scalar):
+        return Scalar(node.value, origin)
+    if isinstance(node, Seq):
+        return Seq([retag(item, layer) for item in node.items], origin)
+    return Map(
+        {
+            key: Entry(replace(entry.key_origin, layer=layer), retag(entry.node, layer))
+            for key, entry in node.entries.items()
+        },
+        origin,
+    )
+
+
+_PLAIN_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def child_path(path: str, key: Hashable) -> str:
+    """JSONPath-like path of a child: `$.stages[1].max_num_seqs`, `$['odd key']`."""
+    if isinstance(key, int) and not isinstance(key, bool):
+        return f"{path}[{key}]"
+    text = str(key)
+    if _PLAIN_KEY.match(text):
+        return f"{path}.{text}"
+    return f"{path}[{text!r}]"
+
+
+def iter_leaves(node: Node, path: str = "$") -> Iterator[tuple[str, Node]]:
+    """Every leaf with its path; an empty mapping or list counts as a leaf."""
+    if isinstance(node, Map) and node.entries:
+        for key, child in node.items():
+            yield from iter_leaves(child, child_path(path, key))
+    elif isinstance(node, Seq) and node.items:
+        for index, item in enumerate(node.items):
+            yield from iter_leaves(item, child_path(path, index))
+    else:
+        yield path, node

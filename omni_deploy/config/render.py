@@ -1,0 +1,103 @@
+"""Write a merged config back out: YAML that vllm-omni loads to the same dict, JSON, or origins."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import yaml
+
+from omni_deploy.config.nodes import Map, Node, Scalar, Seq, iter_leaves, to_plain
+from omni_deploy.config.yaml_loader import OmegaConfLikeDumper
+
+
+def _escape(value: Any) -> Any:
+    """Protect literal `${` so OmegaConf does not read it as an interpolation on reload."""
+    if isinstance(value, str):
+        return value.replace("${", "\\${")
+    if isinstance(value, dict):
+        return {k: _escape(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_escape(v) for v in value]
+    return value
+
+
+def to_yaml(node: Node, header: str = "") -> str:
+    body = yaml.dump(
+        _escape(to_plain(node)),
+        Dumper=OmegaConfLikeDumper,
+        sort_keys=False,
+        default_flow_style=False,
+        allow_unicode=True,
+        width=100,
+    )
+    return header + body
+
+
+def _json_safe(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, dict):
+        return {str(k): _json_safe(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_json_safe(v) for v in value]
+    return value
+
+
+def to_json(node: Node) -> str:
+    return json.dumps(_json_safe(to_plain(node)), indent=2)
+
+
+def origins(node: Node) -> dict[str, str]:
+    return {path: str(leaf.origin) for path, leaf in iter_leaves(node)}
+
+
+def to_json_with_origins(node: Node) -> str:
+    return json.dumps(
+        {"config": _json_safe(to_plain(node)), "origins": origins(node)}, indent=2
+    )
+
+
+def _scalar_text(value: Any) -> str:
+    text = yaml.dump(
+        [_escape(value)], Dumper=OmegaConfLikeDumper, default_flow_style=True, width=10**9
+    )
+    return text.strip()[1:-1]
+
+
+def _lines(node: Node, indent: int) -> list[str]:
+    pad = " " * indent
+    lines: list[str] = []
+    if isinstance(node, Map):
+        for key, entry in node.entries.items():
+            child = entry.node
+            head = f"{pad}{_scalar_text(key)}:"
+            if isinstance(child, Map) and child.entries or isinstance(child, Seq) and child.items:
+                lines.append(head)
+                lines.extend(_lines(child, indent + 2))
+            else:
+                lines.append(f"{head} {_leaf_text(child)}  # {child.origin}")
+    elif isinstance(node, Seq):
+        for item in node.items:
+            if isinstance(item, Map) and item.entries or isinstance(item, Seq) and item.items:
+                child_lines = _lines(item, indent + 2)
+                child_lines[0] = f"{pad}- {child_lines[0][indent + 2:]}"
+                lines.extend(child_lines)
+            else:
+                lines.append(f"{pad}- {_leaf_text(item)}  # {item.origin}")
+    return lines
+
+
+def _leaf_text(node: Node) -> str:
+    if isinstance(node, Map):
+        return "{}"
+    if isinstance(node, Seq):
+        return "[]"
+    assert isinstance(node, Scalar)
+    return _scalar_text(node.value)
+
+
+def to_yaml_with_origins(node: Map, header: str = "") -> str:
+    """YAML with each leaf's origin as a trailing comment, still loadable as YAML."""
+    return header + "\n".join(_lines(node, 0)) + "\n"

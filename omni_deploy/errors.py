@@ -1,0 +1,50 @@
+"""Exceptions of the core. The CLI maps them to messages and exit codes in one place."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Location:
+    """A 1-based position in a file; line and column are 0 when unknown."""
+
+    file: str
+    line: int = 0
+    column: int = 0
+
+    def __str__(self) -> str:
+        if self.line:
+            return f"{self.file}:{self.line}:{self.column}"
+        return self.file
+
+
+class OmniDeployError(Exception):
+    """Base class of every error the tool reports to the user without a traceback."""
+
+    code = "E000"
+
+
+class ConfigError(OmniDeployError):
+    """A deploy file cannot be loaded, chained or merged."""
+
+    def __init__(
+        self,
+        message: str,
+        location: Location | None = None,
+        *,
+        code: str = "E100",
+        hint: str | None = None,
+        path: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.location = location
+        self.code = code
+        self.hint = hint
+        self.path = path
+
+    def __str__(self) -> str:
+        where = f"{self.location}: " if self.location else ""
+        hint = f" (hint: {self.hint})" if self.hint else ""
+        return f"{where}{self.message}{hint}"
