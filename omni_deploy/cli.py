@@ -65,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
         # Output piped into `head` and friends: not an error of ours.
         sys.stderr.close()
         return EXIT_OK
-    except Exception as exc:  # noqa: BLE001 - the one place that turns crashes into exit 3
+    except Exception as exc:
         if os.environ.get("OMNI_DEPLOY_DEBUG"):
             raise
         click.echo(

@@ -55,9 +55,7 @@ def _base_path(doc: Map, path: Path) -> tuple[Path, Scalar] | None:
     if isinstance(node, Scalar) and node.value is None:
         return None
     if not isinstance(node, Scalar) or not isinstance(node.value, str) or not node.value:
-        raise ConfigError(
-            "base_config must be a file path string", node.origin.location, code="E112"
-        )
+        raise ConfigError("base_config must be a file path string", node.origin.location, code="E112")
     return path.parent / node.value, node
 
 
@@ -73,9 +71,7 @@ def resolve_file(path: Path, env: dict[str, str] | None = None) -> Resolved:
         if real in [p.resolve() for p in chain]:
             names = " -> ".join(display_path(p) for p in [*chain, current])
             assert requested_by is not None
-            raise ConfigError(
-                f"base_config cycle: {names}", requested_by.origin.location, code="E111"
-            )
+            raise ConfigError(f"base_config cycle: {names}", requested_by.origin.location, code="E111")
         if requested_by is not None and not current.is_file():
             raise _missing_base(current, requested_by)
         doc = load_file(current, env)

@@ -59,9 +59,7 @@ def _as_map(node: Node | None, what: str, origin: Origin) -> Map:
     return node
 
 
-def _note_replace(
-    report: MergeReport | None, path: str, old: Node | None, new: Entry
-) -> None:
+def _note_replace(report: MergeReport | None, path: str, old: Node | None, new: Entry) -> None:
     if report is None or not isinstance(old, Map) or not isinstance(new.node, Map):
         return
     lost = tuple(str(k) for k in old.entries if k not in new.node.entries)
@@ -87,13 +85,11 @@ def _stage_id(stage: Node, where: str) -> Hashable:
         raise ConfigError(f"each entry of {where} must be a mapping", stage.origin.location, code="E121")
     sid = stage.get("stage_id")
     if sid is None:
-        raise ConfigError(
-            f"an entry of {where} has no stage_id", stage.origin.location, code="E122"
-        )
+        raise ConfigError(f"an entry of {where} has no stage_id", stage.origin.location, code="E122")
     value = to_plain(sid)
     if isinstance(value, (dict, list)):
         raise ConfigError("stage_id must be an integer", sid.origin.location, code="E123")
-    return value  # type: ignore[no-any-return]
+    return value
 
 
 def merge_stage(base: Map, overlay: Map, path: str, report: MergeReport | None = None) -> Map:
@@ -177,9 +173,7 @@ def merge_documents(base: Map, overlay: Map, report: MergeReport | None = None) 
         entry = overlay.entries.get("connectors") or base.entries["connectors"]
         merged.set("connectors", connectors, entry.key_origin)
     stages_entry = overlay.entries.get("stages") or base.entries.get("stages")
-    stages = merge_stage_lists(
-        base.get("stages"), overlay.get("stages"), "$.stages", overlay.origin, report
-    )
+    stages = merge_stage_lists(base.get("stages"), overlay.get("stages"), "$.stages", overlay.origin, report)
     merged.set("stages", stages, stages_entry.key_origin if stages_entry else stages.origin)
     platforms = merge_platforms(base.get("platforms"), overlay.get("platforms"), report)
     if platforms is not None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Hashable, Iterator
 from dataclasses import dataclass, field, replace
-from typing import Any, Union
+from typing import Any, TypeAlias
 
 from omni_deploy.errors import Location
 
@@ -85,7 +85,7 @@ class Map:
         return self.entries.pop(key, None)
 
 
-Node = Union[Scalar, Seq, Map]
+Node: TypeAlias = Scalar | Seq | Map
 
 
 def is_null(node: Node | None) -> bool:

@@ -72,9 +72,9 @@ def parse_stage(stage: Map) -> Map:
     out = Map({}, stage.origin)
     out.entries["stage_id"] = stage.entries["stage_id"]
     for key in ("devices", "num_replicas", "env"):
-        entry = runtime.entries.get(key) or stage.entries.get(key)
-        if entry is not None:
-            out.entries[key] = entry
+        wrapper = runtime.entries.get(key) or stage.entries.get(key)
+        if wrapper is not None:
+            out.entries[key] = wrapper
     replicas = out.entries.get("num_replicas")
     if replicas is not None:
         value = replicas.node.value if isinstance(replicas.node, Scalar) else None
@@ -88,13 +88,13 @@ def parse_stage(stage: Map) -> Map:
             ) from None
         out.entries["num_replicas"] = Entry(replicas.key_origin, Scalar(number, replicas.node.origin))
     for key in _WRAPPER_ORDER[4:]:
-        entry = stage.entries.get(key)
-        if entry is not None:
-            out.entries[key] = entry
+        wrapper = stage.entries.get(key)
+        if wrapper is not None:
+            out.entries[key] = wrapper
     for name in STAGE_ENGINE_FIELDS:
-        entry = flat.pop(name)
-        if entry is not None:
-            out.entries[name] = entry
+        field_entry = flat.pop(name)
+        if field_entry is not None:
+            out.entries[name] = field_entry
     merged_extras = merge_recursive(extras, flat)
     extras_entry = stage.entries.get("engine_extras")
     out.entries["engine_extras"] = Entry(
@@ -152,7 +152,9 @@ def apply_platform(merged: Map, platform: str) -> PlatformApplied:
     stages: list[Map] = []
     for stage in raw_stages:
         if not isinstance(stage, Map) or "stage_id" not in stage:
-            raise ConfigError("each stage must be a mapping with a stage_id", stage.origin.location, code="E121")
+            raise ConfigError(
+                "each stage must be a mapping with a stage_id", stage.origin.location, code="E121"
+            )
         stages.append(parse_stage(stage))
     by_id: dict[Hashable, Map] = {to_plain(s.get("stage_id")): s for s in stages}
 
@@ -166,7 +168,7 @@ def apply_platform(merged: Map, platform: str) -> PlatformApplied:
                 code="E122",
             )
         sid = to_plain(ps.get("stage_id"))
-        target = by_id.get(sid)  # type: ignore[arg-type]
+        target = by_id.get(sid)
         if target is None:
             skipped.append(SkippedEntry(platform, sid, ps.origin))
             continue
@@ -191,7 +193,7 @@ def apply_platform(merged: Map, platform: str) -> PlatformApplied:
                     combined = current.copy()
                     combined.entries.update(value.node.entries)
                     value = Entry(value.key_origin, combined)
-                target.entries[key] = value  # type: ignore[index]
+                target.entries[key] = value
             else:
                 extras.entries[key] = value
     config = merged.copy()
@@ -217,9 +219,9 @@ def loadable_stage(stage: Map) -> Map:
     for key, entry in stage.entries.items():
         if key == "engine_extras":
             continue
-        if key in ("devices", "env", "async_chunk") or key in _WRAPPER_ORDER[5:]:
-            if isinstance(entry.node, Scalar) and entry.node.value is None:
-                continue
+        optional = key in ("devices", "env", "async_chunk") or key in _WRAPPER_ORDER[5:]
+        if optional and isinstance(entry.node, Scalar) and entry.node.value is None:
+            continue
         out.entries[key] = entry
     extras = stage.get("engine_extras")
     assert isinstance(extras, Map)

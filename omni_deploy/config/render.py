@@ -54,15 +54,11 @@ def origins(node: Node) -> dict[str, str]:
 
 
 def to_json_with_origins(node: Node) -> str:
-    return json.dumps(
-        {"config": _json_safe(to_plain(node)), "origins": origins(node)}, indent=2
-    )
+    return json.dumps({"config": _json_safe(to_plain(node)), "origins": origins(node)}, indent=2)
 
 
 def _scalar_text(value: Any) -> str:
-    text = yaml.dump(
-        [_escape(value)], Dumper=OmegaConfLikeDumper, default_flow_style=True, width=10**9
-    )
+    text = yaml.dump([_escape(value)], Dumper=OmegaConfLikeDumper, default_flow_style=True, width=10**9)
     return text.strip()[1:-1]
 
 
@@ -73,16 +69,16 @@ def _lines(node: Node, indent: int) -> list[str]:
         for key, entry in node.entries.items():
             child = entry.node
             head = f"{pad}{_scalar_text(key)}:"
-            if isinstance(child, Map) and child.entries or isinstance(child, Seq) and child.items:
+            if (isinstance(child, Map) and child.entries) or (isinstance(child, Seq) and child.items):
                 lines.append(head)
                 lines.extend(_lines(child, indent + 2))
             else:
                 lines.append(f"{head} {_leaf_text(child)}  # {child.origin}")
     elif isinstance(node, Seq):
         for item in node.items:
-            if isinstance(item, Map) and item.entries or isinstance(item, Seq) and item.items:
+            if (isinstance(item, Map) and item.entries) or (isinstance(item, Seq) and item.items):
                 child_lines = _lines(item, indent + 2)
-                child_lines[0] = f"{pad}- {child_lines[0][indent + 2:]}"
+                child_lines[0] = f"{pad}- {child_lines[0][indent + 2 :]}"
                 lines.extend(child_lines)
             else:
                 lines.append(f"{pad}- {_leaf_text(item)}  # {item.origin}")

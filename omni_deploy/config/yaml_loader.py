@@ -46,9 +46,7 @@ class OmegaConfLikeLoader(yaml.SafeLoader):
 
 
 OmegaConfLikeLoader.add_implicit_resolver("tag:yaml.org,2002:float", _FLOAT, list("-+0123456789."))
-OmegaConfLikeLoader.yaml_implicit_resolvers = _without_timestamps(
-    OmegaConfLikeLoader.yaml_implicit_resolvers
-)
+OmegaConfLikeLoader.yaml_implicit_resolvers = _without_timestamps(OmegaConfLikeLoader.yaml_implicit_resolvers)
 
 
 class OmegaConfLikeDumper(yaml.SafeDumper):
@@ -113,12 +111,10 @@ class _Builder:
             if key in seen:
                 first = seen[key].start_mark.line + 1
                 raise ConfigError(
-                    f"duplicate key {key!r} (first set on line {first}); YAML loaders keep "
-                    "only one of them",
+                    f"duplicate key {key!r} (first set on line {first}); YAML loaders keep only one of them",
                     self.origin(key_node).location,
                     code="E102",
-                    hint=f"remove one of the two, on line {first} or line "
-                    f"{key_node.start_mark.line + 1}",
+                    hint=f"remove one of the two, on line {first} or line {key_node.start_mark.line + 1}",
                 )
             seen[key] = key_node
         # `<<` merge keys: PyYAML puts the merged pairs first so that own keys win.
