@@ -1,0 +1,110 @@
+"""CAM++ on a GPU: parity with ONNX Runtime (TF32 off and on) and speed against the baselines.
+
+Runs on a machine with torch, onnx, onnxruntime and numpy only (no omni-deploy install needed):
+
+    PYTHONPATH=. python3 benchmarks/speaker_gpu.py --record docs/benchmarks/speaker-gpu.json
+
+Builds a stand-in campplus.onnx (real structure, random weights) unless --onnx is given, prints a
+parity summary and a latency table, and writes everything as JSON to --record.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+from omni_deploy.speaker.bench import as_json, format_table, measure, run_bench
+from omni_deploy.speaker.encoder import get_encoder
+from omni_deploy.speaker.inputs import synthetic, synthetic_one
+from omni_deploy.speaker.parity import features_of, run_parity, summary
+from omni_deploy.speaker.standin import STANDIN_NOTE, export_standin
+
+TARGETS = {
+    "ours 6s x1 median ms (<= 1.0)": ("6s x1", "ours", "median_ms", 1.0),
+    "fbank+ours 6s x1 median ms (<= 1.5)": ("6s x1", "fbank+ours", "median_ms", 1.5),
+    "ours 1-6s x32 median ms per call (<= 5.0)": ("1-6s x32", "ours", "median_ms", 5.0),
+}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--onnx", help="campplus.onnx to use (default: build a stand-in)")
+    parser.add_argument("--device", default="cuda")
+    parser.add_argument("--parity-refs", type=int, default=64)
+    parser.add_argument("--repeats", type=int, default=50)
+    parser.add_argument("--record", help="write the full results here as JSON")
+    args = parser.parse_args()
+
+    record: dict = {
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "device": torch.cuda.get_device_name(0) if torch.cuda.is_available() else "cpu",
+        "torch": torch.__version__,
+        "python": platform.python_version(),
+        "command": " ".join(sys.argv),
+    }
+    onnx_path = args.onnx
+    if onnx_path is None:
+        onnx_path = str(Path(tempfile.mkdtemp()) / "campplus-standin.onnx")
+        record["graph"] = export_standin(Path(onnx_path)).__dict__
+        record["weights"] = STANDIN_NOTE
+    print(f"model: {onnx_path} ({record.get('weights', 'given file')})", flush=True)
+
+    # Parity: synthetic references of 1-6 s plus the segment-boundary lengths.
+    refs = synthetic(args.parity_refs, seed=3)
+    for frames in (40, 199, 200, 201, 398, 400, 402, 598):
+        samples = 400 + 160 * (frames - 1)
+        refs.append(synthetic_one(samples / 16000, seed=frames, name=f"frames-{frames}"))
+    cases = run_parity(onnx_path, refs, args.device, [False, True])
+    record["parity"] = summary(cases)
+    for mode in ("tf32_off", "tf32_on"):
+        s = record["parity"][mode]
+        print(
+            f"parity {mode}: min cosine {s['min_cosine']:.9f}, max |diff| {s['max_abs_diff']:.3e} over {s['cases']}"
+        )
+
+    # The callable contract vllm-omni uses: [T, 80] CPU features in, [1, 192] on the device out.
+    encoder = get_encoder(onnx_path, device=args.device, allow_tf32=True)
+    feat = features_of([synthetic_one(6.0, seed=11)])[0]
+    out = encoder(feat)
+    assert tuple(out.shape) == (1, 192) and out.device.type == torch.device(args.device).type
+    samples = measure(lambda: encoder(feat), torch.device(args.device), args.repeats)
+    record["contract_6s_median_ms"] = statistics.median(samples)
+    print(
+        f"callable contract, 6 s reference from CPU features: {record['contract_6s_median_ms']:.3f} ms median"
+    )
+
+    rows = run_bench(onnx_path, device=args.device, repeats=args.repeats)
+    record["bench"] = as_json(rows)
+    print(format_table(rows))
+    lookup = {(r.case, r.backend): r for r in rows}
+    verdicts = {}
+    for label, (case, backend, attr, limit) in TARGETS.items():
+        value = getattr(lookup[(case, backend)], attr)
+        verdicts[label] = {"value": value, "limit": limit, "met": value <= limit}
+    ours = lookup[("6s x1", "ours")].per_ref_ms
+    for backend, factor in (("ort-cpu-1thread", 50.0), ("eager-torch", 20.0)):
+        ratio = lookup[("6s x1", backend)].per_ref_ms / ours
+        verdicts[f"speed-up vs {backend} (>= {factor:g}x)"] = {
+            "value": ratio,
+            "limit": factor,
+            "met": ratio >= factor,
+        }
+    record["targets"] = verdicts
+    for label, v in verdicts.items():
+        print(f"{'MET ' if v['met'] else 'MISS'} {label}: {v['value']:.3f}")
+    if args.record:
+        Path(args.record).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.record).write_text(json.dumps(record, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,150 @@
+"""The speaker encoder callers use: features or waveforms in, raw 192-d CAM++ embeddings out.
+
+One loaded copy of the weights per (campplus.onnx, device) is shared by every encoder in the
+process. On CUDA, each (batch bucket, length bucket) is captured once as a CUDA graph whose
+static inputs are the padded features and the device-resident lengths, so a graph captured for a
+bucket serves every length up to it. Lengths past the largest bucket run eagerly.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from omni_deploy.speaker.fbank import SAMPLE_RATE, fbank, resample
+from omni_deploy.speaker.fused_model import FusedCampplus, padded_length
+from omni_deploy.speaker.onnx_weights import read_weights
+from omni_deploy.speaker.precision import precision_scope
+
+FEAT_DIM = 80
+EMBED_DIM = 192
+BATCH_BUCKETS = (1, 2, 4, 8, 16, 32)
+# MiniCPM-o caps reference audio at 6 s (598 frames): three length buckets cover it.
+MAX_GRAPH_FRAMES = 600
+
+
+@dataclass
+class _Graph:
+    graph: Any
+    feats: torch.Tensor
+    lengths: torch.Tensor
+    output: torch.Tensor
+
+
+@dataclass
+class SpeakerEncoder:
+    model: FusedCampplus
+    source: str
+    allow_tf32: bool = True
+    cudnn_tf32: bool | None = None
+    cuda_graphs: bool = True
+    _graphs: dict[tuple[int, int], _Graph] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _pool: Any = None
+
+    @property
+    def device(self) -> torch.device:
+        return self.model.device
+
+    def _use_graphs(self) -> bool:
+        return self.cuda_graphs and self.device.type == "cuda"
+
+    def _capture(self, batch: int, frames: int) -> _Graph:
+        feats = torch.zeros(batch, frames, FEAT_DIM, device=self.device)
+        lengths = torch.full((batch,), frames, dtype=torch.long, device=self.device)
+        if self._pool is None:
+            self._pool = torch.cuda.graph_pool_handle()
+        stream = torch.cuda.Stream(self.device)
+        stream.wait_stream(torch.cuda.current_stream(self.device))
+        with torch.cuda.stream(stream):
+            for _ in range(2):  # warm-up: lazy init and workspace allocation stay out of the graph
+                self.model(feats, lengths)
+        torch.cuda.current_stream(self.device).wait_stream(stream)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph, pool=self._pool):
+            output = self.model(feats, lengths)
+        return _Graph(graph, feats, lengths, output)
+
+    def _run_padded(self, feats: list[torch.Tensor]) -> torch.Tensor:
+        lengths = [int(f.shape[0]) for f in feats]
+        frames = padded_length(max(lengths))
+        batch = len(feats)
+        if self._use_graphs() and frames <= MAX_GRAPH_FRAMES and batch <= BATCH_BUCKETS[-1]:
+            bucket = next(b for b in BATCH_BUCKETS if b >= batch)
+            key = (bucket, frames)
+            graph = self._graphs.get(key)
+            if graph is None:
+                graph = self._graphs[key] = self._capture(bucket, frames)
+            graph.feats.zero_()
+            for i, f in enumerate(feats):
+                graph.feats[i, : f.shape[0]].copy_(f, non_blocking=True)
+            # Rows past the batch are dummies of full length: valid, discarded.
+            lens = torch.tensor(lengths + [frames] * (bucket - batch), dtype=torch.long)
+            graph.lengths.copy_(lens, non_blocking=True)
+            graph.graph.replay()
+            return graph.output[:batch].clone()
+        padded = torch.zeros(batch, frames, FEAT_DIM, device=self.device)
+        for i, f in enumerate(feats):
+            padded[i, : f.shape[0]] = f
+        return self.model(padded, torch.tensor(lengths, device=self.device))
+
+    def embed_features(self, feats: list[torch.Tensor]) -> torch.Tensor:
+        """[B, 192] raw embeddings of mean-subtracted [T, 80] features (T may differ per item)."""
+        if not feats:
+            return torch.empty(0, EMBED_DIM, device=self.device)
+        checked = []
+        for f in feats:
+            if f.dim() != 2 or f.shape[1] != FEAT_DIM:
+                raise ValueError(f"features must be [T, {FEAT_DIM}], got {tuple(f.shape)}")
+            if f.shape[0] < 2:
+                raise ValueError("a reference needs at least 2 feature frames (about 35 ms of audio)")
+            checked.append(f.to(self.device, torch.float32))
+        with self._lock, torch.no_grad(), precision_scope(self.allow_tf32, self.cudnn_tf32):
+            out = []
+            for start in range(0, len(checked), BATCH_BUCKETS[-1]):
+                out.append(self._run_padded(checked[start : start + BATCH_BUCKETS[-1]]))
+            return torch.cat(out)
+
+    def embed_waveforms(self, waveforms: list[Any], sample_rate: int) -> torch.Tensor:
+        """[B, 192] raw embeddings of mono waveforms in [-1, 1] (resampled to 16 kHz if needed)."""
+        tensors = []
+        for w in waveforms:
+            t = torch.as_tensor(w, dtype=torch.float32).reshape(-1).to(self.device)
+            tensors.append(resample(t, sample_rate, SAMPLE_RATE))
+        return self.embed_features(fbank(tensors))
+
+    def __call__(self, feat: torch.Tensor) -> torch.Tensor:
+        """vllm-omni's speaker-model contract: [T, 80] features in, [1, 192] on this device out."""
+        return self.embed_features([feat])
+
+
+_MODELS: dict[tuple[str, float, str], FusedCampplus] = {}
+_ENCODERS: dict[tuple[Any, ...], SpeakerEncoder] = {}
+_CACHE_LOCK = threading.Lock()
+
+
+def get_encoder(
+    onnx_path: str | os.PathLike[str],
+    device: Any = "cuda",
+    allow_tf32: bool = True,
+    cuda_graphs: bool = True,
+    cudnn_tf32: bool | None = None,
+) -> SpeakerEncoder:
+    dev = torch.device(device)
+    if dev.type == "cuda" and dev.index is None:
+        dev = torch.device("cuda", torch.cuda.current_device())
+    real = os.path.realpath(onnx_path)
+    model_key = (real, os.path.getmtime(real) if os.path.exists(real) else 0.0, str(dev))
+    with _CACHE_LOCK:
+        model = _MODELS.get(model_key)
+        if model is None:
+            model = _MODELS[model_key] = FusedCampplus(read_weights(real), dev)
+        key = (*model_key, allow_tf32, cudnn_tf32, cuda_graphs)
+        encoder = _ENCODERS.get(key)
+        if encoder is None:
+            encoder = _ENCODERS[key] = SpeakerEncoder(model, real, allow_tf32, cudnn_tf32, cuda_graphs)
+        return encoder

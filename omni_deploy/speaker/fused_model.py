@@ -1,0 +1,278 @@
+"""CAM++ in fused form with exact batching of references of different lengths.
+
+Batch norms the export folded into a conv arrive as that conv's bias; the rest are per-channel
+affines. References are right-padded to one length and every operation that is not pointwise in
+time is masked by each item's valid length: padded frames are re-zeroed before every temporal
+conv, and the CAM context means, the segment means and the statistics pooling count valid frames
+only. A batched embedding therefore equals the one-by-one embedding to rounding.
+
+Shapes are static for a given padded length and the masks come from a device tensor of lengths,
+so one CUDA graph captured for a padded length serves every length up to it. The padded input
+length is a multiple of 200 frames, so that after the stride-2 TDNN the time axis splits into
+whole 100-frame CAM segments and segment pooling is a reshape and a sum.
+
+The dense blocks write each layer's 32 new channels into one preallocated buffer instead of
+concatenating (which copies the whole growing tensor at every layer), and the CAM gate is
+computed per segment (its input is constant within a segment) rather than per frame.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+from omni_deploy.speaker.architecture import inventory
+from omni_deploy.speaker.onnx_weights import CampplusWeights, SpeakerModelError
+from omni_deploy.speaker.reference_model import BLOCKS, BOTTLENECK, GROWTH, INIT_CHANNELS, SEG_LEN
+
+FRAME_QUANTUM = 2 * SEG_LEN  # padded input lengths are multiples of this
+
+
+def padded_length(frames: int) -> int:
+    return max(FRAME_QUANTUM, -(-frames // FRAME_QUANTUM) * FRAME_QUANTUM)
+
+
+@dataclass
+class Conv:
+    weight: torch.Tensor
+    bias: torch.Tensor | None
+
+
+@dataclass
+class Affine:
+    scale: torch.Tensor  # shaped to broadcast over [B, C, T] (or [B, C, F, T] in the head)
+    shift: torch.Tensor
+
+
+@dataclass
+class DenseLayer:
+    pre: Affine
+    linear1: Conv
+    post1: Affine | None  # nonlinear2's norm when the export did not fold it
+    local: Conv
+    ctx1: Conv
+    ctx2: Conv
+    dilation: int
+
+
+class WeightSet:
+    """Checked torch tensors for every layer, on one device, FP32."""
+
+    def __init__(self, weights: CampplusWeights, device: torch.device) -> None:
+        self.device = device
+        inv = inventory()
+        self._weights = weights
+        self._used_convs: set[str] = set()
+        self._used_affines: set[str] = set()
+        extra_convs = set(weights.convs) - set(inv.conv_shapes)
+        extra_affines = set(weights.affines) - set(inv.affine_sizes)
+        if extra_convs or extra_affines:
+            names = sorted(extra_convs | extra_affines)
+            raise SpeakerModelError(
+                f"{weights.source}: layers that CAM++ does not have: {', '.join(names[:5])}"
+                + (" ..." if len(names) > 5 else "")
+            )
+        self.inv = inv
+
+    def conv(self, scope: str) -> Conv:
+        found = self._weights.convs.get(scope)
+        if found is None:
+            raise SpeakerModelError(f"{self._weights.source}: missing conv layer {scope!r}")
+        expected = self.inv.conv_shapes[scope]
+        if tuple(found.weight.shape) != expected:
+            raise SpeakerModelError(
+                f"{self._weights.source}: {scope} has weight shape {tuple(found.weight.shape)}, "
+                f"CAM++ (80 mel bins, 192-d embedding) needs {expected}"
+            )
+        if found.bias is not None and found.bias.shape != (expected[0],):
+            raise SpeakerModelError(f"{self._weights.source}: {scope} has a bias of shape {found.bias.shape}")
+        self._used_convs.add(scope)
+        bias = None if found.bias is None else torch.from_numpy(found.bias.copy()).to(self.device)
+        return Conv(torch.from_numpy(found.weight.copy()).to(self.device), bias)
+
+    def affine(self, scope: str, dims: int = 3) -> Affine | None:
+        """The norm at `scope`, or None when the export folded it into its conv."""
+        found = self._weights.affines.get(scope)
+        if found is None:
+            conv_scope = self.inv.folded_into.get(scope)
+            conv = self._weights.convs.get(conv_scope) if conv_scope else None
+            if conv is None or conv.bias is None:
+                raise SpeakerModelError(f"{self._weights.source}: missing batch norm {scope!r}")
+            return None
+        size = self.inv.affine_sizes[scope]
+        if found.scale.shape != (size,) or found.shift.shape != (size,):
+            raise SpeakerModelError(
+                f"{self._weights.source}: {scope} has {found.scale.shape[0]} channels, CAM++ needs {size}"
+            )
+        self._used_affines.add(scope)
+        shape = (size,) + (1,) * (dims - 2)
+        return Affine(
+            torch.from_numpy(found.scale.copy()).to(self.device).reshape(shape),
+            torch.from_numpy(found.shift.copy()).to(self.device).reshape(shape),
+        )
+
+    def required_affine(self, scope: str, dims: int = 3) -> Affine:
+        affine = self.affine(scope, dims)
+        if affine is None:
+            raise SpeakerModelError(f"{self._weights.source}: missing batch norm {scope!r}")
+        return affine
+
+    def check_complete(self) -> None:
+        unused = (set(self._weights.convs) - self._used_convs) | (
+            set(self._weights.affines) - self._used_affines
+        )
+        if unused:
+            raise SpeakerModelError(f"{self._weights.source}: layers left unused: {sorted(unused)[:5]}")
+
+
+def _apply(x: torch.Tensor, affine: Affine | None) -> torch.Tensor:
+    return x if affine is None else torch.addcmul(affine.shift, x, affine.scale)
+
+
+class FusedCampplus:
+    """CAM++ forward over [B, T, 80] padded features and [B] valid lengths (T % 200 == 0)."""
+
+    def __init__(self, weights: CampplusWeights, device: torch.device | str = "cpu") -> None:
+        w = WeightSet(weights, torch.device(device))
+        self.device = w.device
+        self.head_conv1 = w.conv("head.conv1")
+        self.head_bn1 = w.affine("head.bn1", 4)
+        self.res_blocks = []
+        for layer in (1, 2):
+            for index, stride in ((0, 2), (1, 1)):
+                base = f"head.layer{layer}.{index}"
+                shortcut = None
+                if f"{base}.shortcut.0" in weights.convs:
+                    shortcut = (w.conv(f"{base}.shortcut.0"), w.affine(f"{base}.shortcut.1", 4))
+                self.res_blocks.append(
+                    (
+                        stride,
+                        w.conv(f"{base}.conv1"),
+                        w.affine(f"{base}.bn1", 4),
+                        w.conv(f"{base}.conv2"),
+                        w.affine(f"{base}.bn2", 4),
+                        shortcut,
+                    )
+                )
+        self.head_conv2 = w.conv("head.conv2")
+        self.head_bn2 = w.affine("head.bn2", 4)
+        self.tdnn = w.conv("xvector.tdnn.linear")
+        self.tdnn_bn = w.affine("xvector.tdnn.nonlinear.batchnorm")
+        self.blocks: list[tuple[list[DenseLayer], Affine, Conv]] = []
+        for block, (layers, dilation) in enumerate(BLOCKS, start=1):
+            dense = []
+            for i in range(1, layers + 1):
+                scope = f"xvector.block{block}.tdnnd{i}"
+                dense.append(
+                    DenseLayer(
+                        pre=w.required_affine(f"{scope}.nonlinear1.batchnorm"),
+                        linear1=w.conv(f"{scope}.linear1"),
+                        post1=w.affine(f"{scope}.nonlinear2.batchnorm"),
+                        local=w.conv(f"{scope}.cam_layer.linear_local"),
+                        ctx1=w.conv(f"{scope}.cam_layer.linear1"),
+                        ctx2=w.conv(f"{scope}.cam_layer.linear2"),
+                        dilation=dilation,
+                    )
+                )
+            transit = (
+                w.required_affine(f"xvector.transit{block}.nonlinear.batchnorm"),
+                w.conv(f"xvector.transit{block}.linear"),
+            )
+            self.blocks.append((dense, *transit))
+        self.out_bn = w.affine("xvector.out_nonlinear.batchnorm")
+        dense_conv = w.conv("xvector.dense.linear")
+        self.dense_weight = dense_conv.weight.squeeze(-1)
+        self.dense_bias = dense_conv.bias
+        self.dense_bn = w.affine("xvector.dense.nonlinear.batchnorm", 2)
+        w.check_complete()
+
+    # -- pieces ------------------------------------------------------------------------------
+
+    def _head(self, feats: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        m = mask[:, None, None, :]
+        x = feats.transpose(1, 2).unsqueeze(1)
+        x = _apply(F.conv2d(x, self.head_conv1.weight, self.head_conv1.bias, padding=1), self.head_bn1)
+        x = x.relu_().mul_(m)
+        for stride, conv1, bn1, conv2, bn2, shortcut in self.res_blocks:
+            out = _apply(F.conv2d(x, conv1.weight, conv1.bias, stride=(stride, 1), padding=1), bn1)
+            out = out.relu_().mul_(m)
+            out = _apply(F.conv2d(out, conv2.weight, conv2.bias, padding=1), bn2)
+            if shortcut is not None:
+                conv, bn = shortcut
+                out += _apply(F.conv2d(x, conv.weight, conv.bias, stride=(stride, 1)), bn)
+            else:
+                out += x
+            x = out.relu_().mul_(m)
+        x = _apply(
+            F.conv2d(x, self.head_conv2.weight, self.head_conv2.bias, stride=(2, 1), padding=1), self.head_bn2
+        )
+        x = x.relu_().mul_(m)
+        return x.reshape(x.shape[0], x.shape[1] * x.shape[2], x.shape[3])
+
+    def _dense_layer(
+        self,
+        buf: torch.Tensor,
+        c_in: int,
+        layer: DenseLayer,
+        mask: torch.Tensor,
+        inv_len: torch.Tensor,
+        inv_seg: torch.Tensor,
+    ) -> None:
+        batch, _, frames = buf.shape
+        segments = frames // SEG_LEN
+        h = torch.addcmul(layer.pre.shift, buf[:, :c_in], layer.pre.scale).relu_()
+        h = _apply(F.conv1d(h, layer.linear1.weight, layer.linear1.bias), layer.post1)
+        h = h.relu_().mul_(mask)
+        y = F.conv1d(h, layer.local.weight, None, padding=layer.dilation, dilation=layer.dilation)
+        seg_sum = h.view(batch, BOTTLENECK, segments, SEG_LEN).sum(-1)
+        context = torch.addcmul(seg_sum.sum(-1, keepdim=True) * inv_len, seg_sum, inv_seg)
+        z = F.conv1d(context, layer.ctx1.weight, layer.ctx1.bias).relu_()
+        gate = torch.sigmoid(F.conv1d(z, layer.ctx2.weight, layer.ctx2.bias))
+        out = buf[:, c_in : c_in + GROWTH].view(batch, GROWTH, segments, SEG_LEN)
+        torch.mul(y.view(batch, GROWTH, segments, SEG_LEN), gate.unsqueeze(-1), out=out)
+
+    # -- forward -----------------------------------------------------------------------------
+
+    def __call__(self, feats: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+        batch, frames, _ = feats.shape
+        if frames % FRAME_QUANTUM:
+            raise ValueError(f"padded length {frames} is not a multiple of {FRAME_QUANTUM}")
+        half = frames // 2
+        segments = half // SEG_LEN
+        steps = torch.arange(frames, device=feats.device)
+        mask1 = (steps[None, :] < lengths[:, None]).to(feats.dtype)
+        half_lengths = (lengths + 1) // 2
+        mask2 = (steps[None, :half] < half_lengths[:, None]).to(feats.dtype)[:, None, :]
+        inv_len = (1.0 / half_lengths.to(feats.dtype))[:, None, None]
+        seg_start = torch.arange(segments, device=feats.device) * SEG_LEN
+        seg_count = (half_lengths[:, None] - seg_start[None, :]).clamp(1, SEG_LEN)
+        inv_seg = (1.0 / seg_count.to(feats.dtype))[:, None, :]
+
+        x = self._head(feats, mask1)
+        x = _apply(F.conv1d(x, self.tdnn.weight, self.tdnn.bias, stride=2, padding=2), self.tdnn_bn)
+        channels = INIT_CHANNELS
+        buf = feats.new_empty(batch, channels + BLOCKS[0][0] * GROWTH, half)
+        torch.clamp(x, min=0, out=buf[:, :channels])
+        for index, (dense, transit_bn, transit) in enumerate(self.blocks):
+            for layer in dense:
+                self._dense_layer(buf, channels, layer, mask2, inv_len, inv_seg)
+                channels += GROWTH
+            t = F.conv1d(
+                torch.addcmul(transit_bn.shift, buf, transit_bn.scale).relu_(), transit.weight, transit.bias
+            )
+            channels //= 2
+            if index + 1 < len(self.blocks):
+                buf = feats.new_empty(batch, channels + BLOCKS[index + 1][0] * GROWTH, half)
+                buf[:, :channels].copy_(t)
+            else:
+                buf = t
+        x = _apply(buf, self.out_bn).relu_()
+        # Statistics pooling over valid frames: mean and unbiased standard deviation.
+        mean = (x * mask2).sum(-1) * inv_len[:, :, 0]
+        centred = (x - mean[:, :, None]).mul_(mask2)
+        var = centred.pow_(2).sum(-1) / (half_lengths[:, None] - 1).to(x.dtype)
+        stats = torch.cat([mean, var.sqrt()], dim=-1)
+        emb = F.linear(stats, self.dense_weight, self.dense_bias)
+        return _apply(emb, self.dense_bn)

@@ -1,0 +1,121 @@
+"""Read CAM++ weights straight from campplus.onnx, by node scope.
+
+The exporter folds every BatchNorm that directly follows a conv into that conv and gives the
+folded tensors opaque names (`onnx::Conv_4423`, renumbered on every export). Node names keep the
+module path (`/xvector/block1/tdnnd1/linear1/Conv`), so we map by node, never by initializer
+name. BatchNorms that survive (those before a conv, and the final affine-free one) are read from
+their node's inputs, which may be initializers or Constant nodes.
+
+The result is checked both ways before anything is returned: every Conv and BatchNormalization
+node belongs to a CAM++ layer, every weight tensor of the file is used, and every layer of CAM++
+is present with the right shape. A file that fails gets a SpeakerModelError saying what did not
+match; a partial model is never built.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+
+class SpeakerModelError(Exception):
+    """campplus.onnx is not a CAM++ graph this loader can map completely."""
+
+
+@dataclass
+class ConvWeights:
+    weight: np.ndarray
+    bias: np.ndarray | None
+
+
+@dataclass
+class AffineWeights:
+    """An eval-mode BatchNorm as y = x * scale + shift (per channel)."""
+
+    scale: np.ndarray
+    shift: np.ndarray
+
+
+@dataclass
+class CampplusWeights:
+    convs: dict[str, ConvWeights] = field(default_factory=dict)
+    affines: dict[str, AffineWeights] = field(default_factory=dict)
+    source: str = ""
+
+
+def scope_of(node_name: str) -> str:
+    """`/head/layer1/layer1.0/conv1/Conv` -> `head.layer1.0.conv1`."""
+    parts = [p for p in node_name.split("/") if p][:-1]
+    path: list[str] = []
+    previous = ""
+    for part in parts:
+        if previous and part.startswith(previous + "."):
+            path.append(part[len(previous) + 1 :])
+        else:
+            path.append(part)
+        previous = part
+    return ".".join(path)
+
+
+def _tensor_table(graph: Any) -> dict[str, np.ndarray]:
+    from onnx import numpy_helper
+
+    table = {init.name: numpy_helper.to_array(init) for init in graph.initializer}
+    for node in graph.node:
+        if node.op_type == "Constant" and node.attribute and node.attribute[0].name == "value":
+            table[node.output[0]] = numpy_helper.to_array(node.attribute[0].t)
+    return table
+
+
+def read_weights(path: str | Path) -> CampplusWeights:
+    """All conv and affine tensors of a CAM++ ONNX graph, keyed by module scope."""
+    import onnx
+
+    try:
+        model = onnx.load(str(path))
+    except FileNotFoundError:
+        raise SpeakerModelError(f"{path}: no such file") from None
+    except Exception as exc:  # onnx raises DecodeError and friends for damaged files
+        raise SpeakerModelError(f"{path}: not a readable ONNX model ({type(exc).__name__}: {exc})") from None
+    graph = model.graph
+    tensors = _tensor_table(graph)
+    weights = CampplusWeights(source=str(path))
+    used: set[str] = set()
+
+    def take(name: str, what: str) -> np.ndarray:
+        if name not in tensors:
+            raise SpeakerModelError(
+                f"{path}: {what} reads {name!r}, which is neither an initializer nor a constant"
+            )
+        used.add(name)
+        return np.array(tensors[name], dtype=np.float32)  # a writable copy
+
+    for node in graph.node:
+        if node.op_type == "Conv":
+            scope = scope_of(node.name)
+            if scope in weights.convs:
+                raise SpeakerModelError(f"{path}: two Conv nodes share the scope {scope!r}")
+            bias = take(node.input[2], node.name) if len(node.input) > 2 and node.input[2] else None
+            weights.convs[scope] = ConvWeights(take(node.input[1], node.name), bias)
+        elif node.op_type == "BatchNormalization":
+            scope = scope_of(node.name)
+            eps = next((a.f for a in node.attribute if a.name == "epsilon"), 1e-5)
+            gamma, beta, mean, var = (take(name, node.name) for name in node.input[1:5])
+            scale = (gamma / np.sqrt(var.astype(np.float64) + eps)).astype(np.float32)
+            weights.affines[scope] = AffineWeights(scale, (beta - mean * scale).astype(np.float32))
+    weight_like = {
+        init.name
+        for init in graph.initializer
+        if init.data_type == onnx.TensorProto.FLOAT and len(init.dims) >= 1
+    }
+    unused = sorted(n for n in weight_like - used if int(np.prod(tensors[n].shape)) > 1)
+    if unused:
+        shown = ", ".join(unused[:5]) + (" ..." if len(unused) > 5 else "")
+        raise SpeakerModelError(
+            f"{path}: {len(unused)} weight tensor(s) are not used by any conv or batch norm ({shown}); "
+            "this is not the CAM++ graph omni-deploy knows"
+        )
+    return weights

@@ -1,0 +1,80 @@
+"""Our embedding against ONNX Runtime on the CPU, on the same fbank features."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+import torch
+
+from omni_deploy.speaker.encoder import SpeakerEncoder, get_encoder
+from omni_deploy.speaker.fbank import SAMPLE_RATE, fbank, resample
+from omni_deploy.speaker.inputs import Reference
+
+
+@dataclass
+class ParityCase:
+    name: str
+    frames: int
+    tf32: bool
+    cosine: float
+    max_abs_diff: float  # of the L2-normalised embeddings
+
+
+def ort_session(onnx_path: str, threads: int | None = None) -> Any:
+    import onnxruntime
+
+    options = onnxruntime.SessionOptions()
+    options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
+    if threads is not None:
+        options.intra_op_num_threads = threads
+    return onnxruntime.InferenceSession(onnx_path, sess_options=options, providers=["CPUExecutionProvider"])
+
+
+def features_of(refs: list[Reference]) -> list[torch.Tensor]:
+    waves = [resample(torch.from_numpy(r.waveform), r.sample_rate, SAMPLE_RATE) for r in refs]
+    return fbank(waves)
+
+
+def _normalised(v: np.ndarray) -> np.ndarray:
+    return v / np.linalg.norm(v, axis=-1, keepdims=True)
+
+
+def compare(
+    encoder: SpeakerEncoder, session: Any, names: list[str], feats: list[torch.Tensor]
+) -> list[ParityCase]:
+    ours = encoder.embed_features(feats).float().cpu().numpy()
+    cases = []
+    for name, feat, mine in zip(names, feats, ours):
+        ref = session.run(None, {session.get_inputs()[0].name: feat[None].numpy()})[0][0]
+        a, b = _normalised(mine), _normalised(ref)
+        cases.append(
+            ParityCase(name, int(feat.shape[0]), encoder.allow_tf32, float(a @ b), float(np.abs(a - b).max()))
+        )
+    return cases
+
+
+def run_parity(
+    onnx_path: str, refs: list[Reference], device: str, tf32_modes: list[bool]
+) -> list[ParityCase]:
+    session = ort_session(onnx_path)
+    feats = features_of(refs)
+    names = [r.name for r in refs]
+    cases: list[ParityCase] = []
+    for tf32 in tf32_modes:
+        encoder = get_encoder(onnx_path, device=device, allow_tf32=tf32, cudnn_tf32=tf32)
+        cases.extend(compare(encoder, session, names, feats))
+    return cases
+
+
+def summary(cases: list[ParityCase]) -> dict[str, Any]:
+    out: dict[str, Any] = {"cases": [asdict(c) for c in cases]}
+    for tf32 in sorted({c.tf32 for c in cases}):
+        subset = [c for c in cases if c.tf32 == tf32]
+        out[f"tf32_{'on' if tf32 else 'off'}"] = {
+            "min_cosine": min(c.cosine for c in subset),
+            "max_abs_diff": max(c.max_abs_diff for c in subset),
+            "cases": len(subset),
+        }
+    return out
