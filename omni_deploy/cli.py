@@ -20,6 +20,7 @@ from omni_deploy.errors import OmniDeployError
 # command name -> (module, attribute); each module stays import-light at top level.
 COMMANDS: dict[str, tuple[str, str]] = {
     "render": ("omni_deploy.commands.render", "render"),
+    "spk": ("omni_deploy.commands.spk", "spk"),
 }
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
@@ -52,8 +53,11 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_INTERRUPTED
     except click.exceptions.Exit as exc:
         return int(exc.exit_code)
-    except click.ClickException as exc:
+    except click.UsageError as exc:
         exc.show()
+        return int(exc.exit_code)
+    except click.ClickException as exc:
+        click.echo(f"omni-deploy: error: {exc.format_message()}", err=True)
         return int(exc.exit_code)
     except OmniDeployError as exc:
         click.echo(f"omni-deploy: error: {exc}", err=True)

@@ -91,31 +91,52 @@ def run_bench(
         waves = [torch.from_numpy(r.waveform).to(dev) for r in refs]
         feats = fbank(waves)
         cpu_feats = [f.cpu()[None].numpy() for f in feats]
-        batch = len(refs)
-        rows.append(_row(case, "ours", batch, measure(lambda: encoder.embed_features(feats), dev, repeats)))
-        rows.append(_row(case, "fbank", batch, measure(lambda: fbank(waves), dev, repeats)))
-        rows.append(
-            _row(
-                case,
-                "fbank+ours",
-                batch,
-                measure(lambda: encoder.embed_waveforms(waves, SAMPLE_RATE), dev, repeats),
-            )
+        rows.extend(
+            _time_case(case, encoder, eager, (ort_one, ort_all), waves, feats, cpu_feats, dev, repeats)
         )
+    return rows
 
-        def eager_all() -> None:
-            with torch.no_grad():
-                for f in feats:
-                    eager(f[None])
 
-        rows.append(_row(case, "eager-torch", batch, measure(eager_all, dev, max(3, repeats // 3))))
-        # ONNX Runtime runs one reference per call, as vllm-omni does; its cost does not depend on
-        # the batch, so it is measured on the first few references only.
-        few = cpu_feats[: min(batch, 4)]
-        for name, session in (("ort-cpu-1thread", ort_one), ("ort-cpu-all", ort_all)):
-            feed = session.get_inputs()[0].name
-            samples = measure(lambda s=session, n=feed: [s.run(None, {n: f}) for f in few], dev, 5, warmup=1)
-            rows.append(_row(case, name, len(few), samples))
+def _time_case(
+    case: str,
+    encoder: Any,
+    eager: torch.nn.Module,
+    sessions: tuple[Any, Any],
+    waves: list[torch.Tensor],
+    feats: list[torch.Tensor],
+    cpu_feats: list[Any],
+    dev: torch.device,
+    repeats: int,
+) -> list[Row]:
+    batch = len(feats)
+    rows = [
+        _row(case, "ours", batch, measure(lambda: encoder.embed_features(feats), dev, repeats)),
+        _row(case, "fbank", batch, measure(lambda: fbank(waves), dev, repeats)),
+        _row(
+            case,
+            "fbank+ours",
+            batch,
+            measure(lambda: encoder.embed_waveforms(waves, SAMPLE_RATE), dev, repeats),
+        ),
+    ]
+
+    def eager_all() -> None:
+        with torch.no_grad():
+            for f in feats:
+                eager(f[None])
+
+    rows.append(_row(case, "eager-torch", batch, measure(eager_all, dev, max(3, repeats // 3))))
+    # ONNX Runtime runs one reference per call, as vllm-omni does; its cost does not depend on
+    # the batch, so it is measured on the first few references only.
+    few = cpu_feats[: min(batch, 4)]
+    for name, session in zip(("ort-cpu-1thread", "ort-cpu-all"), sessions, strict=True):
+        feed = session.get_inputs()[0].name
+
+        def run_all(s: Any = session, n: str = feed) -> None:
+            for f in few:
+                s.run(None, {n: f})
+
+        rows.append(_row(case, name, len(few), measure(run_all, dev, 5, warmup=1)))
     return rows
 
 

@@ -33,6 +33,7 @@ def reference_from_weights(weights: CampplusWeights, device: torch.device | str 
                     raise SpeakerModelError(f"{weights.source}: unexpected bias on {scope}")
                 norm = modules[norm_scope]
                 assert isinstance(norm, torch.nn.modules.batchnorm._BatchNorm)
+                assert norm.running_mean is not None and norm.running_var is not None
                 norm.running_mean.zero_()
                 norm.running_var.fill_(1.0 - norm.eps)
                 if norm.affine:
@@ -41,6 +42,7 @@ def reference_from_weights(weights: CampplusWeights, device: torch.device | str 
         for scope, affine in weights.affines.items():
             norm = modules[scope]
             assert isinstance(norm, torch.nn.modules.batchnorm._BatchNorm)
+            assert norm.running_mean is not None and norm.running_var is not None
             # y = x * scale + shift, written as a norm with mean 0 and var 1 - eps.
             norm.running_mean.zero_()
             norm.running_var.fill_(1.0 - norm.eps)

@@ -250,7 +250,8 @@ class FusedCampplus:
         seg_count = (half_lengths[:, None] - seg_start[None, :]).clamp(1, SEG_LEN)
         inv_seg = (1.0 / seg_count.to(feats.dtype))[:, None, :]
 
-        x = self._head(feats, mask1)
+        # Padded input frames may hold anything: the head's first conv reads them.
+        x = self._head(feats * mask1[:, :, None], mask1)
         x = _apply(F.conv1d(x, self.tdnn.weight, self.tdnn.bias, stride=2, padding=2), self.tdnn_bn)
         channels = INIT_CHANNELS
         buf = feats.new_empty(batch, channels + BLOCKS[0][0] * GROWTH, half)

@@ -46,7 +46,7 @@ def compare(
 ) -> list[ParityCase]:
     ours = encoder.embed_features(feats).float().cpu().numpy()
     cases = []
-    for name, feat, mine in zip(names, feats, ours):
+    for name, feat, mine in zip(names, feats, ours, strict=True):
         ref = session.run(None, {session.get_inputs()[0].name: feat[None].numpy()})[0][0]
         a, b = _normalised(mine), _normalised(ref)
         cases.append(

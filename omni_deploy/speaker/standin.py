@@ -42,6 +42,7 @@ def build_reference(seed: int = 0):  # type: ignore[no-untyped-def]
                 if module.bias is not None:
                     module.bias.copy_(torch.randn(module.bias.shape, generator=generator) * 0.1)
             elif isinstance(module, (torch.nn.BatchNorm1d, torch.nn.BatchNorm2d)):
+                assert module.running_mean is not None and module.running_var is not None
                 shape = module.running_mean.shape
                 module.running_mean.copy_(torch.randn(shape, generator=generator) * 0.3)
                 module.running_var.copy_(torch.rand(shape, generator=generator) * 1.5 + 0.5)

@@ -1,0 +1,183 @@
+"""`omni-deploy spk`: the CAM++ speaker encoder's tools (stand-in builder, parity, speed)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+
+def _float_list(value: str) -> tuple[float, ...]:
+    try:
+        return tuple(float(v) for v in value.split(",") if v.strip())
+    except ValueError:
+        raise click.BadParameter(f"expected comma-separated numbers, got {value!r}") from None
+
+
+def _int_list(value: str) -> tuple[int, ...]:
+    try:
+        out = tuple(int(v) for v in value.split(",") if v.strip())
+    except ValueError:
+        raise click.BadParameter(f"expected comma-separated integers, got {value!r}") from None
+    if any(v < 1 for v in out):
+        raise click.BadParameter("batch sizes must be at least 1")
+    return out
+
+
+def _speaker_imports() -> None:
+    missing = []
+    for name in ("torch", "onnx", "onnxruntime", "numpy"):
+        try:
+            __import__(name)
+        except ImportError:
+            missing.append(name)
+    if missing:
+        raise click.ClickException(
+            f"the speaker tools need {', '.join(missing)}: pip install 'omni-deploy[speaker]'"
+        )
+
+
+def _device(name: str) -> str:
+    import torch
+
+    if name == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if name.startswith("cuda") and not torch.cuda.is_available():
+        raise click.ClickException("CUDA is not available in this process; use --device cpu")
+    return name
+
+
+def _guard(fn: Any, *args: Any, **kwargs: Any) -> Any:
+    from omni_deploy.speaker.inputs import AudioError
+    from omni_deploy.speaker.onnx_weights import SpeakerModelError
+
+    try:
+        return fn(*args, **kwargs)
+    except (SpeakerModelError, AudioError, ValueError) as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+@click.group()
+def spk() -> None:
+    """CAM++ speaker encoder: build a stand-in model, check parity with ONNX Runtime, measure speed."""
+
+
+@spk.command("make-standin")
+@click.argument("out", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--force", is_flag=True, help="Replace OUT if it exists.")
+def make_standin(out: Path, seed: int, force: bool) -> int:
+    """Export a STAND-IN campplus.onnx: CAM++'s real structure with deterministic random weights.
+
+    Its embeddings mean nothing; it exists to test and time the loader and the encoder where the
+    released weights are not available.
+    """
+    _speaker_imports()
+    from omni_deploy.speaker.standin import STANDIN_NOTE, export_standin
+
+    if out.exists() and not force:
+        raise click.ClickException(f"{out} exists; pass --force to replace it")
+    if not out.parent.is_dir():
+        raise click.ClickException(f"no such directory: {out.parent}")
+    summary = export_standin(out, seed=seed)
+    click.echo(f"wrote {out}: {STANDIN_NOTE}, seed {seed}")
+    click.echo(
+        f"graph: {summary.nodes} nodes, {summary.batchnorm_nodes} BatchNormalization, "
+        f"{summary.avgpool_nodes} AveragePool, {summary.initializers} initializers, "
+        f"{summary.size_bytes / 1e6:.1f} MB"
+    )
+    if (summary.batchnorm_nodes, summary.avgpool_nodes) != (56, 52):
+        raise click.ClickException(
+            "the export does not have the structure of the real file (56 BN, 52 AvgPool)"
+        )
+    return 0
+
+
+@spk.command()
+@click.option("--onnx", "onnx_path", required=True, type=click.Path(exists=True, dir_okay=False))
+@click.option("--device", default="auto", show_default=True, help="cuda, cuda:N, cpu or auto.")
+@click.option("--tf32", type=click.Choice(("off", "on", "both")), default="both", show_default=True)
+@click.option("--synthetic", type=int, default=None, help="Use N synthetic speech-like references.")
+@click.option("--min-cosine", type=float, default=0.99999, show_default=True)
+@click.option("-o", "--output", "fmt", type=click.Choice(("text", "json")), default="text", show_default=True)
+@click.argument("wavs", nargs=-1, type=click.Path(exists=True, dir_okay=False, path_type=Path))
+def parity(
+    onnx_path: str,
+    device: str,
+    tf32: str,
+    synthetic: int | None,
+    min_cosine: float,
+    fmt: str,
+    wavs: tuple[Path, ...],
+) -> int:
+    """Compare our embeddings with ONNX Runtime on the CPU, on the same fbank features.
+
+    Prints the cosine similarity and the largest absolute difference of the L2-normalised
+    embeddings per reference and overall; exits 1 when any cosine is below --min-cosine.
+    """
+    _speaker_imports()
+    from omni_deploy.speaker.inputs import read_wav
+    from omni_deploy.speaker.inputs import synthetic as make_synthetic
+    from omni_deploy.speaker.parity import run_parity, summary
+
+    if wavs and synthetic:
+        raise click.UsageError("give WAV files or --synthetic N, not both")
+    refs = _guard(lambda: [read_wav(w) for w in wavs]) if wavs else make_synthetic(synthetic or 8)
+    modes = {"off": [False], "on": [True], "both": [False, True]}[tf32]
+    cases = _guard(run_parity, onnx_path, refs, _device(device), modes)
+    result = summary(cases)
+    worst = min(c.cosine for c in cases)
+    if fmt == "json":
+        click.echo(json.dumps(result, indent=2))
+    else:
+        click.echo(f"{'reference':<24} {'frames':>6} {'tf32':>4} {'cosine':>12} {'max |diff|':>11}")
+        for c in cases:
+            click.echo(
+                f"{c.name:<24} {c.frames:>6} {'on' if c.tf32 else 'off':>4} {c.cosine:>12.9f} {c.max_abs_diff:>11.3e}"
+            )
+        for key in ("tf32_off", "tf32_on"):
+            if key in result:
+                s = result[key]
+                click.echo(
+                    f"{key}: min cosine {s['min_cosine']:.9f}, max |diff| {s['max_abs_diff']:.3e}, {s['cases']} cases"
+                )
+    if worst < min_cosine:
+        click.echo(f"FAIL: min cosine {worst:.9f} is below {min_cosine}", err=True)
+        return 1
+    return 0
+
+
+@spk.command()
+@click.option("--onnx", "onnx_path", required=True, type=click.Path(exists=True, dir_okay=False))
+@click.option("--device", default="auto", show_default=True)
+@click.option("--seconds", default="3,6", show_default=True, help="Reference lengths, comma-separated.")
+@click.option("--batch", "batches", default="1,8,32", show_default=True, help="Batch sizes, comma-separated.")
+@click.option(
+    "--mixed", type=int, default=32, show_default=True, help="Also time N references of 1-6 s (0: off)."
+)
+@click.option("--repeats", type=int, default=30, show_default=True)
+@click.option("--tf32/--no-tf32", default=True, show_default=True, help="Matmul TF32 for our encoder.")
+@click.option("-o", "--output", "fmt", type=click.Choice(("text", "json")), default="text", show_default=True)
+def bench(
+    onnx_path: str, device: str, seconds: str, batches: str, mixed: int, repeats: int, tf32: bool, fmt: str
+) -> int:
+    """Time CAM++ side by side: ONNX Runtime CPU (1 thread, all cores), eager torch, and ours."""
+    _speaker_imports()
+    from omni_deploy.speaker.bench import as_json, format_table, run_bench
+
+    rows = _guard(
+        run_bench,
+        onnx_path,
+        device=_device(device),
+        seconds=_float_list(seconds),
+        batches=_int_list(batches),
+        mixed=mixed,
+        repeats=max(1, repeats),
+        allow_tf32=tf32,
+        progress=sys.stderr.isatty(),
+    )
+    click.echo(json.dumps(as_json(rows), indent=2) if fmt == "json" else format_table(rows))
+    return 0
