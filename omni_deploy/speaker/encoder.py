@@ -16,7 +16,7 @@ from typing import Any
 import torch
 
 from omni_deploy.speaker.fbank import SAMPLE_RATE, fbank, resample
-from omni_deploy.speaker.fused_model import FusedCampplus, padded_length
+from omni_deploy.speaker.fused_model import FusedCampplus, default_backend, padded_length
 from omni_deploy.speaker.onnx_weights import read_weights
 from omni_deploy.speaker.precision import precision_scope
 
@@ -122,7 +122,7 @@ class SpeakerEncoder:
         return self.embed_features([feat])
 
 
-_MODELS: dict[tuple[str, float, str], FusedCampplus] = {}
+_MODELS: dict[tuple[str, float, str, str], FusedCampplus] = {}
 _ENCODERS: dict[tuple[Any, ...], SpeakerEncoder] = {}
 _CACHE_LOCK = threading.Lock()
 
@@ -133,16 +133,19 @@ def get_encoder(
     allow_tf32: bool = True,
     cuda_graphs: bool = True,
     cudnn_tf32: bool | None = None,
+    backend: str | None = None,
 ) -> SpeakerEncoder:
+    """The shared encoder; `backend` picks the dense-layer kernels ("triton", "torch", default auto)."""
     dev = torch.device(device)
     if dev.type == "cuda" and dev.index is None:
         dev = torch.device("cuda", torch.cuda.current_device())
     real = os.path.realpath(onnx_path)
-    model_key = (real, os.path.getmtime(real) if os.path.exists(real) else 0.0, str(dev))
+    kernels = backend or default_backend(dev)
+    model_key = (real, os.path.getmtime(real) if os.path.exists(real) else 0.0, str(dev), kernels)
     with _CACHE_LOCK:
         model = _MODELS.get(model_key)
         if model is None:
-            model = _MODELS[model_key] = FusedCampplus(read_weights(real), dev)
+            model = _MODELS[model_key] = FusedCampplus(read_weights(real), dev, kernels)
         key = (*model_key, allow_tf32, cudnn_tf32, cuda_graphs)
         encoder = _ENCODERS.get(key)
         if encoder is None:

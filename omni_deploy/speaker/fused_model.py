@@ -18,6 +18,7 @@ computed per segment (its input is constant within a segment) rather than per fr
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 import torch
@@ -49,8 +50,7 @@ class Affine:
 @dataclass
 class DenseLayer:
     pre: Affine
-    linear1: Conv
-    post1: Affine | None  # nonlinear2's norm when the export did not fold it
+    linear1: Conv  # nonlinear2's norm folded in
     local: Conv
     ctx1: Conv
     ctx2: Conv
@@ -113,6 +113,20 @@ class WeightSet:
             torch.from_numpy(found.shift.copy()).to(self.device).reshape(shape),
         )
 
+    def folded_conv(self, conv_scope: str, norm_scope: str) -> Conv:
+        """The conv with the norm that directly follows it folded in (if the export did not)."""
+        conv = self.conv(conv_scope)
+        found = self._weights.affines.get(norm_scope)
+        if found is None:
+            self.affine(norm_scope)  # checks that the export folded it
+            return conv
+        self.affine(norm_scope)  # shape checks, marks it used
+        scale = torch.from_numpy(found.scale.astype("float64"))
+        shift = torch.from_numpy(found.shift.astype("float64"))
+        weight = conv.weight.double().cpu() * scale.reshape((-1,) + (1,) * (conv.weight.dim() - 1))
+        bias = shift if conv.bias is None else conv.bias.double().cpu() * scale + shift
+        return Conv(weight.float().to(self.device), bias.float().to(self.device))
+
     def required_affine(self, scope: str, dims: int = 3) -> Affine:
         affine = self.affine(scope, dims)
         if affine is None:
@@ -127,39 +141,81 @@ class WeightSet:
             raise SpeakerModelError(f"{self._weights.source}: layers left unused: {sorted(unused)[:5]}")
 
 
-def _apply(x: torch.Tensor, affine: Affine | None) -> torch.Tensor:
-    return x if affine is None else torch.addcmul(affine.shift, x, affine.scale)
+def triton_available() -> bool:
+    try:
+        import triton  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def default_backend(device: torch.device) -> str:
+    """Triton kernels on CUDA when triton is installed (OMNI_DEPLOY_SPK_KERNELS=torch opts out)."""
+    choice = os.environ.get("OMNI_DEPLOY_SPK_KERNELS", "auto")
+    if choice in ("torch", "triton"):
+        return choice
+    return "triton" if device.type == "cuda" and triton_available() else "torch"
+
+
+@dataclass
+class TritonDense:
+    """A dense layer's tensors in the layouts the kernels read."""
+
+    pre_scale: torch.Tensor
+    pre_shift: torch.Tensor
+    w1: torch.Tensor
+    b1: torch.Tensor | None
+    ctx_w1: torch.Tensor
+    ctx_b1: torch.Tensor
+    ctx_w2: torch.Tensor
+    ctx_b2: torch.Tensor
+    taps: torch.Tensor  # [3, 32, 128]
+    dilation: int
+
+    @classmethod
+    def of(cls, layer: DenseLayer) -> TritonDense:
+        assert layer.ctx1.bias is not None and layer.ctx2.bias is not None
+        return cls(
+            layer.pre.scale.reshape(-1).contiguous(),
+            layer.pre.shift.reshape(-1).contiguous(),
+            layer.linear1.weight.squeeze(-1).contiguous(),
+            layer.linear1.bias,
+            layer.ctx1.weight.squeeze(-1).contiguous(),
+            layer.ctx1.bias,
+            layer.ctx2.weight.squeeze(-1).contiguous(),
+            layer.ctx2.bias,
+            layer.local.weight.permute(2, 0, 1).contiguous(),
+            layer.dilation,
+        )
 
 
 class FusedCampplus:
     """CAM++ forward over [B, T, 80] padded features and [B] valid lengths (T % 200 == 0)."""
 
-    def __init__(self, weights: CampplusWeights, device: torch.device | str = "cpu") -> None:
+    def __init__(
+        self, weights: CampplusWeights, device: torch.device | str = "cpu", backend: str | None = None
+    ) -> None:
         w = WeightSet(weights, torch.device(device))
         self.device = w.device
-        self.head_conv1 = w.conv("head.conv1")
-        self.head_bn1 = w.affine("head.bn1", 4)
+        self.backend = backend or default_backend(self.device)
+        self.head_conv1 = w.folded_conv("head.conv1", "head.bn1")
         self.res_blocks = []
         for layer in (1, 2):
             for index, stride in ((0, 2), (1, 1)):
                 base = f"head.layer{layer}.{index}"
                 shortcut = None
                 if f"{base}.shortcut.0" in weights.convs:
-                    shortcut = (w.conv(f"{base}.shortcut.0"), w.affine(f"{base}.shortcut.1", 4))
+                    shortcut = w.folded_conv(f"{base}.shortcut.0", f"{base}.shortcut.1")
                 self.res_blocks.append(
                     (
                         stride,
-                        w.conv(f"{base}.conv1"),
-                        w.affine(f"{base}.bn1", 4),
-                        w.conv(f"{base}.conv2"),
-                        w.affine(f"{base}.bn2", 4),
+                        w.folded_conv(f"{base}.conv1", f"{base}.bn1"),
+                        w.folded_conv(f"{base}.conv2", f"{base}.bn2"),
                         shortcut,
                     )
                 )
-        self.head_conv2 = w.conv("head.conv2")
-        self.head_bn2 = w.affine("head.bn2", 4)
-        self.tdnn = w.conv("xvector.tdnn.linear")
-        self.tdnn_bn = w.affine("xvector.tdnn.nonlinear.batchnorm")
+        self.head_conv2 = w.folded_conv("head.conv2", "head.bn2")
+        self.tdnn = w.folded_conv("xvector.tdnn.linear", "xvector.tdnn.nonlinear.batchnorm")
         self.blocks: list[tuple[list[DenseLayer], Affine, Conv]] = []
         for block, (layers, dilation) in enumerate(BLOCKS, start=1):
             dense = []
@@ -168,47 +224,54 @@ class FusedCampplus:
                 dense.append(
                     DenseLayer(
                         pre=w.required_affine(f"{scope}.nonlinear1.batchnorm"),
-                        linear1=w.conv(f"{scope}.linear1"),
-                        post1=w.affine(f"{scope}.nonlinear2.batchnorm"),
+                        linear1=w.folded_conv(f"{scope}.linear1", f"{scope}.nonlinear2.batchnorm"),
                         local=w.conv(f"{scope}.cam_layer.linear_local"),
                         ctx1=w.conv(f"{scope}.cam_layer.linear1"),
                         ctx2=w.conv(f"{scope}.cam_layer.linear2"),
                         dilation=dilation,
                     )
                 )
-            transit = (
-                w.required_affine(f"xvector.transit{block}.nonlinear.batchnorm"),
-                w.conv(f"xvector.transit{block}.linear"),
-            )
-            self.blocks.append((dense, *transit))
-        self.out_bn = w.affine("xvector.out_nonlinear.batchnorm")
-        dense_conv = w.conv("xvector.dense.linear")
+            transit_bn = w.required_affine(f"xvector.transit{block}.nonlinear.batchnorm")
+            if block < len(BLOCKS):
+                transit = w.conv(f"xvector.transit{block}.linear")
+            else:  # transit3 feeds only out_nonlinear's norm: fold it in
+                transit = w.folded_conv(f"xvector.transit{block}.linear", "xvector.out_nonlinear.batchnorm")
+            self.blocks.append((dense, transit_bn, transit))
+        dense_conv = w.folded_conv("xvector.dense.linear", "xvector.dense.nonlinear.batchnorm")
         self.dense_weight = dense_conv.weight.squeeze(-1)
         self.dense_bias = dense_conv.bias
-        self.dense_bn = w.affine("xvector.dense.nonlinear.batchnorm", 2)
         w.check_complete()
+        self.triton_blocks: list[tuple[list[TritonDense], torch.Tensor, torch.Tensor, torch.Tensor]] = []
+        if self.backend == "triton":
+            for dense, transit_bn, transit in self.blocks:
+                self.triton_blocks.append(
+                    (
+                        [TritonDense.of(layer) for layer in dense],
+                        transit_bn.scale.reshape(-1).contiguous(),
+                        transit_bn.shift.reshape(-1).contiguous(),
+                        transit.weight.squeeze(-1).contiguous(),
+                    )
+                )
 
     # -- pieces ------------------------------------------------------------------------------
 
     def _head(self, feats: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         m = mask[:, None, None, :]
         x = feats.transpose(1, 2).unsqueeze(1)
-        x = _apply(F.conv2d(x, self.head_conv1.weight, self.head_conv1.bias, padding=1), self.head_bn1)
-        x = x.relu_().mul_(m)
-        for stride, conv1, bn1, conv2, bn2, shortcut in self.res_blocks:
-            out = _apply(F.conv2d(x, conv1.weight, conv1.bias, stride=(stride, 1), padding=1), bn1)
-            out = out.relu_().mul_(m)
-            out = _apply(F.conv2d(out, conv2.weight, conv2.bias, padding=1), bn2)
+        x = F.conv2d(x, self.head_conv1.weight, self.head_conv1.bias, padding=1).relu_().mul_(m)
+        for stride, conv1, conv2, shortcut in self.res_blocks:
+            out = F.conv2d(x, conv1.weight, conv1.bias, stride=(stride, 1), padding=1).relu_().mul_(m)
+            out = F.conv2d(out, conv2.weight, conv2.bias, padding=1)
             if shortcut is not None:
-                conv, bn = shortcut
-                out += _apply(F.conv2d(x, conv.weight, conv.bias, stride=(stride, 1)), bn)
+                out += F.conv2d(x, shortcut.weight, shortcut.bias, stride=(stride, 1))
             else:
                 out += x
             x = out.relu_().mul_(m)
-        x = _apply(
-            F.conv2d(x, self.head_conv2.weight, self.head_conv2.bias, stride=(2, 1), padding=1), self.head_bn2
+        x = (
+            F.conv2d(x, self.head_conv2.weight, self.head_conv2.bias, stride=(2, 1), padding=1)
+            .relu_()
+            .mul_(m)
         )
-        x = x.relu_().mul_(m)
         return x.reshape(x.shape[0], x.shape[1] * x.shape[2], x.shape[3])
 
     def _dense_layer(
@@ -223,8 +286,7 @@ class FusedCampplus:
         batch, _, frames = buf.shape
         segments = frames // SEG_LEN
         h = torch.addcmul(layer.pre.shift, buf[:, :c_in], layer.pre.scale).relu_()
-        h = _apply(F.conv1d(h, layer.linear1.weight, layer.linear1.bias), layer.post1)
-        h = h.relu_().mul_(mask)
+        h = F.conv1d(h, layer.linear1.weight, layer.linear1.bias).relu_().mul_(mask)
         y = F.conv1d(h, layer.local.weight, None, padding=layer.dilation, dilation=layer.dilation)
         seg_sum = h.view(batch, BOTTLENECK, segments, SEG_LEN).sum(-1)
         context = torch.addcmul(seg_sum.sum(-1, keepdim=True) * inv_len, seg_sum, inv_seg)
@@ -236,7 +298,7 @@ class FusedCampplus:
     # -- forward -----------------------------------------------------------------------------
 
     def __call__(self, feats: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
-        batch, frames, _ = feats.shape
+        frames = feats.shape[1]
         if frames % FRAME_QUANTUM:
             raise ValueError(f"padded length {frames} is not a multiple of {FRAME_QUANTUM}")
         half = frames // 2
@@ -252,9 +314,24 @@ class FusedCampplus:
 
         # Padded input frames may hold anything: the head's first conv reads them.
         x = self._head(feats * mask1[:, :, None], mask1)
-        x = _apply(F.conv1d(x, self.tdnn.weight, self.tdnn.bias, stride=2, padding=2), self.tdnn_bn)
+        x = F.conv1d(x, self.tdnn.weight, self.tdnn.bias, stride=2, padding=2)
+        if self.backend == "triton":
+            x = self._xvector_triton(x, mask2[:, 0, :].contiguous(), half_lengths)
+        else:
+            x = self._xvector_torch(x, mask2, inv_len, inv_seg)
+        # Statistics pooling over valid frames: mean and unbiased standard deviation.
+        mean = (x * mask2).sum(-1) * inv_len[:, :, 0]
+        centred = (x - mean[:, :, None]).mul_(mask2)
+        var = centred.pow_(2).sum(-1) / (half_lengths[:, None] - 1).to(x.dtype)
+        stats = torch.cat([mean, var.sqrt()], dim=-1)
+        return F.linear(stats, self.dense_weight, self.dense_bias)
+
+    def _xvector_torch(
+        self, x: torch.Tensor, mask2: torch.Tensor, inv_len: torch.Tensor, inv_seg: torch.Tensor
+    ) -> torch.Tensor:
+        batch, _, half = x.shape
         channels = INIT_CHANNELS
-        buf = feats.new_empty(batch, channels + BLOCKS[0][0] * GROWTH, half)
+        buf = x.new_empty(batch, channels + BLOCKS[0][0] * GROWTH, half)
         torch.clamp(x, min=0, out=buf[:, :channels])
         for index, (dense, transit_bn, transit) in enumerate(self.blocks):
             for layer in dense:
@@ -265,15 +342,52 @@ class FusedCampplus:
             )
             channels //= 2
             if index + 1 < len(self.blocks):
-                buf = feats.new_empty(batch, channels + BLOCKS[index + 1][0] * GROWTH, half)
+                buf = x.new_empty(batch, channels + BLOCKS[index + 1][0] * GROWTH, half)
                 buf[:, :channels].copy_(t)
             else:
                 buf = t
-        x = _apply(buf, self.out_bn).relu_()
-        # Statistics pooling over valid frames: mean and unbiased standard deviation.
-        mean = (x * mask2).sum(-1) * inv_len[:, :, 0]
-        centred = (x - mean[:, :, None]).mul_(mask2)
-        var = centred.pow_(2).sum(-1) / (half_lengths[:, None] - 1).to(x.dtype)
-        stats = torch.cat([mean, var.sqrt()], dim=-1)
-        emb = F.linear(stats, self.dense_weight, self.dense_bias)
-        return _apply(emb, self.dense_bn)
+        return buf.relu_()
+
+    def _xvector_triton(
+        self, x: torch.Tensor, mask: torch.Tensor, half_lengths: torch.Tensor
+    ) -> torch.Tensor:
+        from omni_deploy.speaker import triton_kernels as tk
+
+        batch, _, half = x.shape
+        segments = half // SEG_LEN
+        h = x.new_empty(batch, BOTTLENECK, half)
+        seg_sums = x.new_empty(batch, BOTTLENECK, segments)
+        gate = x.new_empty(batch, GROWTH, segments)
+        large = batch >= tk.LARGE_BATCH
+        mask3 = mask[:, None, :]
+        channels = INIT_CHANNELS
+        buf = x.new_empty(batch, channels + BLOCKS[0][0] * GROWTH, half)
+        torch.clamp(x, min=0, out=buf[:, :channels])
+        out = buf
+        for index, (dense, scale, shift, weight) in enumerate(self.triton_blocks):
+            for layer in dense:
+                if large:  # cuBLAS is faster than our Triton GEMM for big batches
+                    pre = torch.addcmul(layer.pre_shift[:, None], buf[:, :channels], layer.pre_scale[:, None])
+                    b1 = layer.b1[:, None] if layer.b1 is not None else h.new_zeros(1)
+                    torch.baddbmm(b1, layer.w1.expand(batch, -1, -1), pre.relu_(), out=h)
+                    h.relu_().mul_(mask3)
+                else:
+                    tk.bottleneck(
+                        buf[:, :channels], layer.pre_scale, layer.pre_shift, layer.w1, layer.b1, h, mask, True
+                    )
+                torch.sum(h.view(batch, BOTTLENECK, segments, SEG_LEN), dim=-1, out=seg_sums)
+                tk.cam_gate(
+                    seg_sums, half_lengths, layer.ctx_w1, layer.ctx_b1, layer.ctx_w2, layer.ctx_b2, gate
+                )
+                tk.local_conv_gate(h, layer.taps, layer.dilation, gate, buf[:, channels : channels + GROWTH])
+                channels += GROWTH
+            channels //= 2
+            bias = self.blocks[index][2].bias
+            if index + 1 < len(self.blocks):
+                out = x.new_empty(batch, channels + BLOCKS[index + 1][0] * GROWTH, half)
+                tk.bottleneck(buf, scale, shift, weight, bias, out[:, :channels])
+                buf = out
+            else:  # transit3 with out_nonlinear's norm folded in, then its ReLU
+                out = x.new_empty(batch, channels, half)
+                tk.bottleneck(buf, scale, shift, weight, bias, out, post_relu=True)
+        return out

@@ -56,14 +56,14 @@ def compare(
 
 
 def run_parity(
-    onnx_path: str, refs: list[Reference], device: str, tf32_modes: list[bool]
+    onnx_path: str, refs: list[Reference], device: str, tf32_modes: list[bool], backend: str | None = None
 ) -> list[ParityCase]:
     session = ort_session(onnx_path)
     feats = features_of(refs)
     names = [r.name for r in refs]
     cases: list[ParityCase] = []
     for tf32 in tf32_modes:
-        encoder = get_encoder(onnx_path, device=device, allow_tf32=tf32, cudnn_tf32=tf32)
+        encoder = get_encoder(onnx_path, device=device, allow_tf32=tf32, cudnn_tf32=tf32, backend=backend)
         cases.extend(compare(encoder, session, names, feats))
     return cases
 

@@ -1,0 +1,225 @@
+"""Triton kernels for CAM++'s dense layers: three launches per layer instead of about sixteen.
+
+Eager CAM++ is launch-bound: about a thousand small kernels for 1.6 GMAC. Each dense layer here is
+1. `bottleneck`: norm + ReLU of the layer input (prologue), the 1x1 conv to 128 channels with
+   its folded norm (a GEMM), ReLU and the valid-frame mask (epilogue);
+2. `cam_gate`: per (item, 100-frame segment), the utterance mean plus the segment mean of that
+   output, then the CAM MLP (128 -> 64 -> 32) and the sigmoid: the gate of the segment;
+   (the segment sums come from one torch reduction just before);
+3. `local_conv_gate`: the dilated k3 conv to 32 channels as three shifted GEMMs, multiplied by
+   the gate of each frame's segment, stored straight into the block's channel buffer.
+The transit layers reuse `bottleneck`. From LARGE_BATCH references on, the bottleneck GEMM runs
+through cuBLAS instead (measured faster there; see docs/benchmarks.md). Matmul precision follows torch's matmul TF32 flag.
+
+Only imported where triton is installed (CUDA machines); the torch path in fused_model.py is the
+reference these kernels are tested against (on CPU through TRITON_INTERPRET=1).
+"""
+
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+SEG = 100
+
+# Tile sizes. Small tiles for small batches: one reference gives a 300-frame, 128-channel GEMM,
+# and big tiles would leave most of the GPU's multiprocessors idle.
+CONFIG: dict[str, dict[str, int]] = {
+    "bottleneck_small": {"BLOCK_M": 16, "BLOCK_T": 16, "BLOCK_K": 32, "num_warps": 1},
+    "bottleneck_large": {"BLOCK_M": 64, "BLOCK_T": 64, "BLOCK_K": 32, "num_warps": 4},
+    "local_small": {"BLOCK_T": 16, "BLOCK_K": 32, "num_warps": 4},
+    "local_large": {"BLOCK_T": 16, "BLOCK_K": 32, "num_warps": 2},
+    "gate": {"num_warps": 2},
+}
+LARGE_BATCH = 4  # from this batch size on, the large tiles
+
+
+def _config(kind: str, batch: int) -> dict[str, int]:
+    return CONFIG[f"{kind}_{'large' if batch >= LARGE_BATCH else 'small'}"]
+
+
+@triton.jit
+def _bottleneck_kernel(
+    x_ptr, stride_xb, stride_xc,
+    scale_ptr, shift_ptr, w_ptr, bias_ptr,
+    mask_ptr, stride_mb,
+    out_ptr, stride_ob, stride_oc,
+    C_IN, M, T,
+    HAS_BIAS: tl.constexpr, POST_RELU: tl.constexpr, USE_MASK: tl.constexpr,
+    PRECISION: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_T: tl.constexpr, BLOCK_K: tl.constexpr,
+):  # fmt: skip
+    pid_t = tl.program_id(0)
+    pid_m = tl.program_id(1)
+    b = tl.program_id(2)
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_t = pid_t * BLOCK_T + tl.arange(0, BLOCK_T)
+    m_ok = offs_m < M
+    t_ok = offs_t < T
+    acc = tl.zeros((BLOCK_M, BLOCK_T), dtype=tl.float32)
+    for k0 in range(0, C_IN, BLOCK_K):
+        offs_k = k0 + tl.arange(0, BLOCK_K)
+        k_ok = offs_k < C_IN
+        w = tl.load(
+            w_ptr + offs_m[:, None] * C_IN + offs_k[None, :], mask=m_ok[:, None] & k_ok[None, :], other=0.0
+        )
+        x = tl.load(
+            x_ptr + b * stride_xb + offs_k[:, None] * stride_xc + offs_t[None, :],
+            mask=k_ok[:, None] & t_ok[None, :],
+            other=0.0,
+        )
+        scale = tl.load(scale_ptr + offs_k, mask=k_ok, other=0.0)
+        shift = tl.load(shift_ptr + offs_k, mask=k_ok, other=0.0)
+        x = tl.maximum(x * scale[:, None] + shift[:, None], 0.0)
+        acc += tl.dot(w, x, input_precision=PRECISION)
+    if HAS_BIAS:
+        acc += tl.load(bias_ptr + offs_m, mask=m_ok, other=0.0)[:, None]
+    if POST_RELU:
+        acc = tl.maximum(acc, 0.0)
+    if USE_MASK:
+        acc *= tl.load(mask_ptr + b * stride_mb + offs_t, mask=t_ok, other=0.0)[None, :]
+    tl.store(
+        out_ptr + b * stride_ob + offs_m[:, None] * stride_oc + offs_t[None, :],
+        acc,
+        mask=m_ok[:, None] & t_ok[None, :],
+    )
+
+
+@triton.jit
+def _cam_gate_kernel(
+    seg_ptr, stride_sb, stride_sc, len_ptr,
+    w1_ptr, b1_ptr, w2_ptr, b2_ptr,
+    g_ptr, stride_gb, stride_gc,
+    NSEG,
+    C: tl.constexpr, HIDDEN: tl.constexpr, OUT: tl.constexpr, SEG_LEN: tl.constexpr, NSEG_P2: tl.constexpr,
+):  # fmt: skip
+    s = tl.program_id(0)
+    b = tl.program_id(1)
+    valid = tl.load(len_ptr + b).to(tl.float32)
+    offs_c = tl.arange(0, C)
+    offs_s = tl.arange(0, NSEG_P2)
+    sums = tl.load(
+        seg_ptr + b * stride_sb + offs_c[:, None] * stride_sc + offs_s[None, :],
+        mask=offs_s[None, :] < NSEG,
+        other=0.0,
+    )
+    total = tl.sum(sums, axis=1)
+    seg = tl.sum(tl.where(offs_s[None, :] == s, sums, 0.0), axis=1)
+    count = tl.minimum(tl.maximum(valid - s * SEG_LEN, 1.0), SEG_LEN * 1.0)
+    context = total / valid + seg / count
+    offs_h = tl.arange(0, HIDDEN)
+    w1 = tl.load(w1_ptr + offs_h[:, None] * C + offs_c[None, :])
+    z = tl.maximum(tl.sum(w1 * context[None, :], axis=1) + tl.load(b1_ptr + offs_h), 0.0)
+    offs_o = tl.arange(0, OUT)
+    w2 = tl.load(w2_ptr + offs_o[:, None] * HIDDEN + offs_h[None, :])
+    gate = tl.sigmoid(tl.sum(w2 * z[None, :], axis=1) + tl.load(b2_ptr + offs_o))
+    tl.store(g_ptr + b * stride_gb + offs_o * stride_gc + s, gate)
+
+
+@triton.jit
+def _local_conv_gate_kernel(
+    h_ptr, stride_hb, stride_hc, w_ptr,
+    g_ptr, stride_gb, stride_gc,
+    out_ptr, stride_ob, stride_oc,
+    T, DIL,
+    C: tl.constexpr, OUT: tl.constexpr, SEG_LEN: tl.constexpr, PRECISION: tl.constexpr,
+    BLOCK_T: tl.constexpr, BLOCK_K: tl.constexpr,
+):  # fmt: skip
+    pid_t = tl.program_id(0)
+    b = tl.program_id(1)
+    offs_t = pid_t * BLOCK_T + tl.arange(0, BLOCK_T)
+    offs_o = tl.arange(0, OUT)
+    acc = tl.zeros((OUT, BLOCK_T), dtype=tl.float32)
+    for tap in tl.static_range(3):
+        src = offs_t + (tap - 1) * DIL
+        ok = (src >= 0) & (src < T)
+        for k0 in range(0, C, BLOCK_K):
+            offs_k = k0 + tl.arange(0, BLOCK_K)
+            w = tl.load(w_ptr + tap * OUT * C + offs_o[:, None] * C + offs_k[None, :])
+            h = tl.load(
+                h_ptr + b * stride_hb + offs_k[:, None] * stride_hc + src[None, :],
+                mask=ok[None, :],
+                other=0.0,
+            )
+            acc += tl.dot(w, h, input_precision=PRECISION)
+    t_ok = offs_t < T
+    gate = tl.load(
+        g_ptr + b * stride_gb + offs_o[:, None] * stride_gc + (offs_t // SEG_LEN)[None, :],
+        mask=t_ok[None, :],
+        other=0.0,
+    )
+    tl.store(
+        out_ptr + b * stride_ob + offs_o[:, None] * stride_oc + offs_t[None, :],
+        acc * gate,
+        mask=t_ok[None, :],
+    )
+
+
+def _precision() -> str:
+    return "tf32" if torch.backends.cuda.matmul.allow_tf32 else "ieee"
+
+
+def bottleneck(
+    x: torch.Tensor,
+    scale: torch.Tensor,
+    shift: torch.Tensor,
+    weight: torch.Tensor,
+    bias: torch.Tensor | None,
+    out: torch.Tensor,
+    mask: torch.Tensor | None = None,
+    post_relu: bool = False,
+) -> None:
+    """out[b] = [mask *] [relu](weight @ relu(x[b] * scale + shift) [+ bias]); time stride 1."""
+    batch, c_in, frames = x.shape
+    m = weight.shape[0]
+    cfg = _config("bottleneck", batch)
+    grid = (triton.cdiv(frames, cfg["BLOCK_T"]), triton.cdiv(m, cfg["BLOCK_M"]), batch)
+    _bottleneck_kernel[grid](
+        x, x.stride(0), x.stride(1),
+        scale, shift, weight, bias if bias is not None else scale,
+        mask if mask is not None else x, mask.stride(0) if mask is not None else 0,
+        out, out.stride(0), out.stride(1),
+        c_in, m, frames,
+        HAS_BIAS=bias is not None, POST_RELU=post_relu, USE_MASK=mask is not None,
+        PRECISION=_precision(), **cfg,
+    )  # fmt: skip
+
+
+def cam_gate(
+    seg_sums: torch.Tensor,
+    lengths: torch.Tensor,
+    w1: torch.Tensor,
+    b1: torch.Tensor,
+    w2: torch.Tensor,
+    b2: torch.Tensor,
+    gate: torch.Tensor,
+) -> None:
+    """gate[b, :, s] = sigmoid(w2 @ relu(w1 @ (utterance mean + segment s mean) + b1) + b2).
+
+    `seg_sums` [B, C, S] holds each 100-frame segment's sum of the masked bottleneck output.
+    """
+    batch, channels, segments = seg_sums.shape
+    _cam_gate_kernel[(segments, batch)](
+        seg_sums, seg_sums.stride(0), seg_sums.stride(1), lengths,
+        w1, b1, w2, b2,
+        gate, gate.stride(0), gate.stride(1),
+        segments,
+        C=channels, HIDDEN=w1.shape[0], OUT=w2.shape[0], SEG_LEN=SEG,
+        NSEG_P2=triton.next_power_of_2(segments), num_warps=CONFIG["gate"]["num_warps"],
+    )  # fmt: skip
+
+
+def local_conv_gate(
+    h: torch.Tensor, weight_taps: torch.Tensor, dilation: int, gate: torch.Tensor, out: torch.Tensor
+) -> None:
+    """out = conv1d(h, k=3, dilation) * gate[segment of each frame]; weight_taps is [3, 32, C]."""
+    batch, channels, frames = h.shape
+    cfg = _config("local", batch)
+    grid = (triton.cdiv(frames, cfg["BLOCK_T"]), batch)
+    _local_conv_gate_kernel[grid](
+        h, h.stride(0), h.stride(1), weight_taps,
+        gate, gate.stride(0), gate.stride(1),
+        out, out.stride(0), out.stride(1),
+        frames, dilation,
+        C=channels, OUT=weight_taps.shape[1], SEG_LEN=SEG, PRECISION=_precision(), **cfg,
+    )  # fmt: skip

@@ -1,0 +1,51 @@
+"""Run in a subprocess with TRITON_INTERPRET=1: each Triton kernel against its torch definition."""
+
+from __future__ import annotations
+
+import sys
+
+import torch
+import torch.nn.functional as F
+
+from omni_deploy.speaker import triton_kernels as tk
+
+
+def main() -> int:
+    g = torch.Generator().manual_seed(0)
+    torch.backends.cuda.matmul.allow_tf32 = False
+    batch, c_in, frames, segments = 2, 48, 200, 2
+    buf = torch.randn(batch, c_in + 40, frames, generator=g)
+    x = buf[:, :c_in]  # a channel slice of a wider buffer, as in the dense blocks
+    scale, shift = torch.rand(c_in, generator=g) + 0.5, torch.randn(c_in, generator=g)
+    weight, bias = torch.randn(128, c_in, generator=g) * 0.1, torch.randn(128, generator=g)
+    lengths = torch.tensor([200, 137])
+    mask = (torch.arange(frames)[None] < lengths[:, None]).float()
+    h = torch.empty(batch, 128, frames)
+    tk.bottleneck(x, scale, shift, weight, bias, h, mask, post_relu=True)
+    ref = (
+        F.conv1d((x * scale[:, None] + shift[:, None]).relu(), weight[..., None], bias).relu() * mask[:, None]
+    )
+    assert torch.allclose(h, ref, atol=1e-4), (h - ref).abs().max()
+
+    seg_sums = h.view(batch, 128, segments, 100).sum(-1)
+    w1, b1 = torch.randn(64, 128, generator=g) * 0.1, torch.randn(64, generator=g)
+    w2, b2 = torch.randn(32, 64, generator=g) * 0.1, torch.randn(32, generator=g)
+    gate = torch.empty(batch, 32, segments)
+    tk.cam_gate(seg_sums, lengths, w1, b1, w2, b2, gate)
+    counts = (lengths[:, None] - torch.arange(segments)[None] * 100).clamp(1, 100).float()
+    context = seg_sums.sum(-1, keepdim=True) / lengths[:, None, None] + seg_sums / counts[:, None, :]
+    ref_gate = torch.sigmoid(F.conv1d(F.conv1d(context, w1[..., None], b1).relu(), w2[..., None], b2))
+    assert torch.allclose(gate, ref_gate, atol=1e-5), (gate - ref_gate).abs().max()
+
+    local = torch.randn(32, 128, 3, generator=g) * 0.1
+    out = buf[:, c_in : c_in + 32]
+    tk.local_conv_gate(h, local.permute(2, 0, 1).contiguous(), 2, gate, out)
+    y = F.conv1d(h, local, padding=2, dilation=2)
+    ref_out = (y.view(batch, 32, segments, 100) * ref_gate[..., None]).view(batch, 32, frames)
+    assert torch.allclose(buf[:, c_in : c_in + 32], ref_out, atol=1e-4), (out - ref_out).abs().max()
+    print("triton kernels match torch")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
