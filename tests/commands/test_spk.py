@@ -26,12 +26,8 @@ def test_make_standin_says_it_is_a_standin_and_never_overwrites(
     assert out.read_bytes() == before
 
 
-def test_parity_on_synthetic_references(capsys: pytest.CaptureFixture[str]) -> None:
-    from tests.support.upstream import CACHE
-
-    onnx_path = CACHE / "campplus-standin-seed0.onnx"
-    if not onnx_path.exists():
-        pytest.skip("stand-in not built yet")
+def test_parity_on_synthetic_references(standin_onnx: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    onnx_path = standin_onnx
     result = run_cli(capsys, "spk", "parity", "--onnx", str(onnx_path), "--device", "cpu", "--synthetic", "3",
                      "--tf32", "off", "-o", "json")  # fmt: skip
     assert result.code == 0, result.err
@@ -43,16 +39,14 @@ def test_parity_on_synthetic_references(capsys: pytest.CaptureFixture[str]) -> N
     assert strict.code == 1 and "below" in strict.err
 
 
-def test_parity_reads_wav_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_parity_reads_wav_files(
+    standin_onnx: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     import wave
 
     import numpy as np
 
-    from tests.support.upstream import CACHE
-
-    onnx_path = CACHE / "campplus-standin-seed0.onnx"
-    if not onnx_path.exists():
-        pytest.skip("stand-in not built yet")
+    onnx_path = standin_onnx
     path = tmp_path / "ref.wav"
     samples = (np.sin(np.arange(24000 * 2) / 9.0) * 8000).astype("<i2")
     with wave.open(str(path), "wb") as handle:
@@ -71,12 +65,8 @@ def test_parity_reads_wav_files(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert broken.code == 1 and "not a readable PCM WAV" in broken.err and "Traceback" not in broken.err
 
 
-def test_bench_small_run_as_json(capsys: pytest.CaptureFixture[str]) -> None:
-    from tests.support.upstream import CACHE
-
-    onnx_path = CACHE / "campplus-standin-seed0.onnx"
-    if not onnx_path.exists():
-        pytest.skip("stand-in not built yet")
+def test_bench_small_run_as_json(standin_onnx: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    onnx_path = standin_onnx
     result = run_cli(capsys, "spk", "bench", "--onnx", str(onnx_path), "--device", "cpu", "--seconds", "1",
                      "--batch", "2", "--mixed", "0", "--repeats", "1", "-o", "json")  # fmt: skip
     assert result.code == 0, result.err

@@ -1,0 +1,36 @@
+"""vllm-omni versions as the knowledge table names them.
+
+"0.30.0" is the newest release on PyPI. Keys seen only on vllm-omni main after it are marked
+"main": a target of "main", or any release after 0.30.0, is taken to read them; 0.30.0 does not.
+"""
+
+from __future__ import annotations
+
+import re
+
+RELEASED = "0.30.0"
+MAIN = "main"
+
+
+def _parts(version: str) -> tuple[int, ...]:
+    numbers = re.findall(r"\d+", version.split("+")[0])
+    return tuple(int(n) for n in numbers[:3]) or (0,)
+
+
+def is_known_target(version: str) -> bool:
+    return version == MAIN or bool(re.match(r"^\d+(\.\d+){0,2}", version))
+
+
+def reads(since: str, target: str, until: str | None = None) -> bool:
+    """Whether a key introduced in `since` (and removed in `until`, if any) is read by `target`."""
+    if until is not None and target != MAIN and _parts(target) >= _parts(until):
+        return False
+    if until is not None and target == MAIN:
+        return False
+    if since == MAIN:
+        return target == MAIN or _parts(target) > _parts(RELEASED)
+    return target == MAIN or _parts(target) >= _parts(since)
+
+
+def major_minor(version: str) -> tuple[int, ...]:
+    return _parts(version)[:2]
