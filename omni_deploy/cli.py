@@ -20,6 +20,8 @@ from omni_deploy.errors import OmniDeployError
 # command name -> (module, attribute); each module stays import-light at top level.
 COMMANDS: dict[str, tuple[str, str]] = {
     "render": ("omni_deploy.commands.render", "render"),
+    "schema": ("omni_deploy.commands.schema", "schema"),
+    "validate": ("omni_deploy.commands.validate", "validate"),
     "spk": ("omni_deploy.commands.spk", "spk"),
 }
 

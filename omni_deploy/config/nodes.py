@@ -161,3 +161,26 @@ def iter_leaves(node: Node, path: str = "$") -> Iterator[tuple[str, Node]]:
             yield from iter_leaves(item, child_path(path, index))
     else:
         yield path, node
+
+
+def locate(root: Node, path: list[Hashable]) -> tuple[Node | None, Origin | None]:
+    """The node at `path` and the origin of the key that holds it (None where the path breaks)."""
+    node: Node | None = root
+    key_origin: Origin | None = None
+    for part in path:
+        if isinstance(node, Map) and part in node.entries:
+            entry = node.entries[part]
+            node, key_origin = entry.node, entry.key_origin
+        elif isinstance(node, Seq) and isinstance(part, int) and 0 <= part < len(node.items):
+            node = node.items[part]
+            key_origin = node.origin
+        else:
+            return None, key_origin
+    return node, key_origin
+
+
+def path_string(path: list[Hashable]) -> str:
+    text = "$"
+    for part in path:
+        text = child_path(text, part)
+    return text

@@ -68,6 +68,8 @@ TOP: list[Key] = [
     _k("data_parallel_size", "top", f"{INT}|null", None, "Data-parallel size (every stage).", minimum=1),
     _k("pipeline_parallel_size", "top", f"{INT}|null", None, "Pipeline-parallel size (every stage).", minimum=1),
     _k("custom_voice_dir", "top", f"{STR}|null", None, "Folder of custom reference voices."),
+    _k("forced_aligner", "top", f"{MAP}|null", None, "Only in a --forced-aligner-config file: the word-timestamp "
+       "pooling stage appended to the pipeline."),
     _k("stage_args", "top", "", NO_DEFAULT, "Removed schema.",
        error_if_present="the `stage_args` schema was removed; vllm-omni refuses the file. Put deployment "
        "settings under `stages` (topology is defined by the pipeline)"),
@@ -140,7 +142,8 @@ _ENGINE_EXTRAS: list[Key] = [
     _k("quantization", "stage", f"{STR}|null", None, "Quantization method."),
     _k("dtype", "stage", f"{STR}|null", None, "Model dtype."),
     _k("seed", "stage", f"{INT}|null", None, "Random seed."),
-    _k("max_cudagraph_capture_size", "stage", f"{INT}|null", None, "Largest batch captured in a CUDA graph.", minimum=1),
+    _k("max_cudagraph_capture_size", "stage", f"{INT}|null", None, "Largest batch captured in a CUDA graph (0: none).",
+       minimum=0),
     _k("cuda_graph_sizes", "stage", f"{LIST}|null", None, "Batch sizes captured in CUDA graphs."),
     _k("max_logprobs", "stage", f"{INT}|null", None, "Most log-probabilities returned."),
     _k("swap_space", "stage", f"{NUM}|null", None, "CPU swap space (GiB).", minimum=0),
@@ -230,13 +233,20 @@ CODE2WAV: list[Key] = [
     _k("cfm_graph_offset_bucket_frames", "code2wav", INT, NO_DEFAULT, "CFM offset bucket.", since=MAIN, minimum=0),
 ]  # fmt: skip
 
+# NPU graph switches: stage 2's `additional_config`, not connector keys.
+NPU_GRAPH: list[Key] = [
+    _k("code2wav_enable_npu_graph", "stage2_additional_config", BOOL, False, "NPU graphs for the CFM estimator "
+       "(NPU only)."),
+    _k("code2wav_max_npu_graphs", "stage2_additional_config", INT, 32, "Most NPU graphs kept.", minimum=1),
+]  # fmt: skip
+
 PLATFORM: list[Key] = [
     _k("model_runner", "platform", STR, NO_DEFAULT, "Model runner on this platform (v2 is refused on npu/xpu).",
        enum=("v1", "v2")),
     _k("stages", "platform", f"{LIST}|null", None, "Stage overrides for this platform, by stage_id."),
 ]  # fmt: skip
 
-ALL: list[Key] = [*TOP, *DUPLEX, *STAGE, *CONNECTOR, *CONNECTOR_EXTRA, *CODE2WAV, *PLATFORM]
+ALL: list[Key] = [*TOP, *DUPLEX, *STAGE, *CONNECTOR, *CONNECTOR_EXTRA, *CODE2WAV, *NPU_GRAPH, *PLATFORM]
 
 # Keys no release reads although published configs carry them.
 UNREAD: dict[tuple[str, str], str] = {
@@ -245,7 +255,7 @@ UNREAD: dict[tuple[str, str], str] = {
 
 # Code2Wav switches that act only on CUDA.
 CUDA_ONLY_CODE2WAV = ("token2wav_trt", "token2wav_device_spk")
-NPU_GRAPH_KEYS = ("code2wav_enable_npu_graph", "code2wav_max_npu_graphs")
+NPU_GRAPH_KEYS = tuple(k.name for k in NPU_GRAPH)
 
 
 def by_place(place: str) -> dict[str, Key]:

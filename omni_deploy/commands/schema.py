@@ -1,0 +1,23 @@
+"""`omni-deploy schema`: the JSON Schema of deploy files, or the generated key reference."""
+
+from __future__ import annotations
+
+import click
+
+
+@click.command()
+@click.option("--reference", is_flag=True, help="Print docs/deploy-reference.md (Markdown) instead.")
+def schema(reference: bool) -> int:
+    """Print the JSON Schema (2020-12) of vllm-omni deploy files, generated from omni-deploy's knowledge.
+
+    Editors use it through a first line `# yaml-language-server: $schema=<path or URL>`.
+    """
+    if reference:
+        from omni_deploy.knowledge.reference_doc import reference_markdown
+
+        click.echo(reference_markdown(), nl=False)
+    else:
+        from omni_deploy.knowledge.schema import schema_text
+
+        click.echo(schema_text(), nl=False)
+    return 0

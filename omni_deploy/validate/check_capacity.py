@@ -1,0 +1,209 @@
+"""GPU memory per device, MiniCPM-o capacity coherence, and Code2Wav cross-field rules."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import replace
+
+from omni_deploy.config.nodes import Map, Node, Origin, Scalar, Seq, to_plain
+from omni_deploy.config.platform import PlatformApplied
+from omni_deploy.validate.context import Context
+from omni_deploy.validate.findings import ERROR, INFO, WARNING, Finding, at
+
+GIB = 1024**3
+
+
+def _number(node: Node | None) -> float | None:
+    if isinstance(node, Scalar) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
+        return float(node.value)
+    return None
+
+
+def _field(stage: Map, name: str) -> Node | None:
+    """A stage value after platform application: a typed field, else an engine extra."""
+    node = stage.get(name)
+    if node is None:
+        extras = stage.get("engine_extras")
+        node = extras.get(name) if isinstance(extras, Map) else None
+    return node
+
+
+def _devices(stage: Map) -> list[str]:
+    node = stage.get("devices")
+    if not isinstance(node, Scalar) or node.value is None:
+        return []
+    return [d.strip() for d in str(node.value).split(",") if d.strip()]
+
+
+def check_gpu_memory(ctx: Context) -> list[Finding]:
+    """Per physical device, what the stages that share it ask for; one finding for all platforms alike."""
+    merged: dict[tuple[object, ...], tuple[Finding, list[str]]] = {}
+    for platform, applied in ctx.applied.items():
+        for finding in _memory_on(ctx, "{platform}", applied):
+            key = (finding.code, finding.file, finding.line, finding.column, finding.path, finding.message)
+            merged.setdefault(key, (finding, []))[1].append(platform)
+    return [
+        replace(finding, message=finding.message.replace("{platform}", ", ".join(platforms)))
+        for finding, platforms in merged.values()
+    ]
+
+
+def _memory_on(ctx: Context, platform: str, applied: PlatformApplied) -> list[Finding]:
+    shares: dict[str, list[tuple[int, float, Origin]]] = defaultdict(list)
+    budgets: dict[str, list[tuple[int, float, Origin]]] = defaultdict(list)
+    findings = []
+    gib = ctx.options.gpu_memory_gib
+    for stage in applied.stages:
+        sid = to_plain(stage.get("stage_id"))
+        util_node = stage.get("gpu_memory_utilization")
+        util = _number(util_node)
+        kv_node = _field(stage, "kv_cache_memory_bytes")
+        kv = _number(kv_node)
+        for device in _devices(stage):
+            if util is not None and util_node is not None:
+                shares[device].append((sid, util, util_node.origin))
+            if kv is not None and kv_node is not None:
+                budgets[device].append((sid, kv, kv_node.origin))
+        if gib and kv is not None and util is not None and kv_node is not None and kv > util * gib * GIB:
+            findings.append(
+                at(kv_node.origin, ctx.file, ERROR, "E352", f"$.stages[stage_id={sid}].kv_cache_memory_bytes",
+                   f"on {platform}: a KV budget of {kv / GIB:.2f} GiB does not fit in this stage's share "
+                   f"({util:g} x {gib:g} GiB = {util * gib:.2f} GiB)")  # fmt: skip
+            )
+    for device, entries in sorted(shares.items()):
+        total = round(sum(v for _, v, _ in entries), 6)
+        if total <= 0.95:
+            continue
+        listing = ", ".join(f"stage {sid} {v:g}" for sid, v, _ in entries)
+        severity, code = (ERROR, "E350") if total > 1.0 + 1e-9 else (WARNING, "W351")
+        last = entries[-1]
+        findings.append(
+            at(last[2], ctx.file, severity, code, f"$.stages[stage_id={last[0]}].gpu_memory_utilization",
+               f"on {platform}: stages sharing device {device} ask for {total:.2f} of its memory ({listing})",
+               "lower gpu_memory_utilization or move a stage to another device" if code == "E350"
+               else "less than 5 % is left for CUDA graphs, cuDNN workspaces and fragmentation")  # fmt: skip
+        )
+    if gib:
+        for device, entries in sorted(budgets.items()):
+            total = sum(v for _, v, _ in entries)
+            if total > gib * GIB:
+                listing = ", ".join(f"stage {sid} {v / GIB:.2f} GiB" for sid, v, _ in entries)
+                last = entries[-1]
+                findings.append(
+                    at(last[2], ctx.file, ERROR, "E352", f"$.stages[stage_id={last[0]}].kv_cache_memory_bytes",
+                       f"on {platform}: KV budgets on device {device} add up to {total / GIB:.2f} GiB, more than "
+                       f"the {gib:g} GiB card ({listing})")  # fmt: skip
+                )
+    return findings
+
+
+def check_minicpmo_capacity(ctx: Context) -> list[Finding]:
+    known = ctx.pipeline.known
+    if not ctx.pipeline.is_minicpmo or known is None:
+        return []
+    findings = []
+    code2wav = ctx.stage(known.code2wav_stage) if known.code2wav_stage is not None else None
+    capacity = _number(code2wav.get("max_num_seqs")) if code2wav else None
+    extra = ctx.code2wav_extra()
+    extra_path = "$.connectors[code2wav].extra"
+    found = ctx.code2wav_connector()
+    if found is not None:
+        extra_path = f"$.connectors.{found[0]}.extra"
+    sizes = extra.get("hift_graph_capture_batch_sizes") if extra else None
+    if isinstance(sizes, Seq):
+        values = [to_plain(item) for item in sizes.items]
+        ints = [v for v in values if isinstance(v, int) and not isinstance(v, bool)]
+        path = f"{extra_path}.hift_graph_capture_batch_sizes"
+        if any(v <= 0 for v in ints):
+            findings.append(at(sizes.origin, ctx.file, WARNING, "W360", path, "HiFT capture batch sizes must be positive"))
+        if len(set(ints)) != len(ints):
+            findings.append(at(sizes.origin, ctx.file, WARNING, "W360", path, "duplicated HiFT capture batch sizes"))
+        if capacity is not None and ints and all(v > capacity for v in ints):
+            findings.append(
+                at(sizes.origin, ctx.file, WARNING, "W360", path,
+                   f"every HiFT capture batch size is above Code2Wav's max_num_seqs ({capacity:g}): "
+                   "the graphs are never used")  # fmt: skip
+            )
+    micro = _number(extra.get("micro_batch_size")) if extra else None
+    if micro is not None and capacity is not None and micro > capacity and extra is not None:
+        node = extra.get("micro_batch_size")
+        findings.append(
+            at(node.origin if node else None, ctx.file, WARNING, "W361", f"{extra_path}.micro_batch_size",
+               f"CFM micro_batch_size {micro:g} is above Code2Wav's max_num_seqs ({capacity:g})")  # fmt: skip
+        )
+    if extra is not None:
+        findings.extend(_initial_batch(ctx, extra, extra_path))
+    if known.talker_stage is not None:
+        findings.extend(_talker_kv(ctx, known.talker_stage))
+    return findings
+
+
+def _initial_batch(ctx: Context, extra: Map, path: str) -> list[Finding]:
+    minimum = _number(extra.get("code2wav_min_batch_size"))
+    initial_node = extra.get("code2wav_initial_batch_size")
+    initial = _number(initial_node)
+    minimum = 1.0 if minimum is None else minimum
+    if initial and initial_node is not None and initial < minimum:
+        return [
+            at(initial_node.origin, ctx.file, ERROR, "E380", f"{path}.code2wav_initial_batch_size",
+               f"code2wav_initial_batch_size {initial:g} is below code2wav_min_batch_size {minimum:g}: "
+               "Code2Wav refuses to start", "use 0 (off) or a value >= code2wav_min_batch_size")  # fmt: skip
+        ]
+    return []
+
+
+def _talker_kv(ctx: Context, talker_id: int) -> list[Finding]:
+    findings = []
+    for platform, applied in ctx.applied.items():
+        talker = next((s for s in applied.stages if to_plain(s.get("stage_id")) == talker_id), None)
+        if talker is None:
+            continue
+        kv_node = _field(talker, "kv_cache_memory_bytes")
+        kv = _number(kv_node)
+        seqs, length = _number(talker.get("max_num_seqs")), _number(talker.get("max_model_len"))
+        if kv is None or kv_node is None or seqs is None or length is None:
+            continue
+        path = f"$.stages[stage_id={talker_id}].kv_cache_memory_bytes"
+        shape = ctx.options.model_shape
+        if shape is None:
+            findings.append(
+                at(kv_node.origin, ctx.file, INFO, "I362", path,
+                   f"on {platform}: whether {kv / GIB:.2f} GiB of Talker KV holds max_num_seqs x max_model_len = "
+                   f"{seqs * length:,.0f} tokens is not checked: the bytes per token come from the model's config",
+                   "pass --model-config <model>/config.json")  # fmt: skip
+            )
+            continue
+        tokens = kv / shape.bytes_per_token
+        if seqs * length > tokens:
+            findings.append(
+                at(kv_node.origin, ctx.file, WARNING, "W362", path,
+                   f"on {platform}: the Talker's {kv / GIB:.2f} GiB of KV hold {tokens:,.0f} tokens "
+                   f"({shape.bytes_per_token} bytes each, from {shape.source}), fewer than max_num_seqs x "
+                   f"max_model_len = {seqs * length:,.0f}; preempted sequences cannot be replayed")  # fmt: skip
+            )
+    return findings
+
+
+def check_batched_tokens(ctx: Context) -> list[Finding]:
+    findings = []
+    top_chunked = _number_bool(ctx.root.get("enable_chunked_prefill"))
+    for platform, applied in ctx.applied.items():
+        for stage in applied.stages:
+            chunked = _number_bool(_field(stage, "enable_chunked_prefill"))
+            chunked = top_chunked if chunked is None else chunked
+            batched_node = stage.get("max_num_batched_tokens")
+            batched, length = _number(batched_node), _number(stage.get("max_model_len"))
+            if chunked is False and batched is not None and length is not None and batched < length:
+                sid = to_plain(stage.get("stage_id"))
+                findings.append(
+                    at(batched_node.origin if batched_node else None, ctx.file, WARNING, "W363",
+                       f"$.stages[stage_id={sid}].max_num_batched_tokens",
+                       f"on {platform}: max_num_batched_tokens {batched:g} < max_model_len {length:g} with chunked "
+                       "prefill off: prompts longer than a step cannot be scheduled")  # fmt: skip
+                )
+        break  # the rule does not depend on the platform beyond what the first one shows
+    return findings
+
+
+def _number_bool(node: Node | None) -> bool | None:
+    return node.value if isinstance(node, Scalar) and isinstance(node.value, bool) else None

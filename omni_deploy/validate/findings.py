@@ -1,0 +1,37 @@
+"""Findings: what validate reports, each with a stable code and a place in a file."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from omni_deploy.config.nodes import Origin
+
+ERROR, WARNING, INFO = "error", "warning", "info"
+
+
+@dataclass(frozen=True)
+class Finding:
+    severity: str
+    code: str
+    file: str
+    line: int
+    column: int
+    path: str
+    message: str
+    hint: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def text(self) -> str:
+        where = f"{self.file}:{self.line}:{self.column}" if self.line else self.file
+        hint = f" ({self.hint})" if self.hint else ""
+        return f"{where}: {self.severity}[{self.code}] {self.path}: {self.message}{hint}"
+
+
+def at(origin: Origin | None, fallback_file: str, severity: str, code: str, path: str, message: str,
+       hint: str | None = None) -> Finding:  # fmt: skip
+    if origin is None or origin.layer == "default":
+        return Finding(severity, code, fallback_file, 0, 0, path, message, hint)
+    return Finding(severity, code, origin.file, origin.line, origin.column, path, message, hint)

@@ -1,0 +1,100 @@
+"""Run every check on one deploy file."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from omni_deploy.config.chain import locate_top_file, resolve_file
+from omni_deploy.config.nodes import Map
+from omni_deploy.config.platform import apply_platform
+from omni_deploy.config.stage_schema import PLATFORMS
+from omni_deploy.errors import ConfigError
+from omni_deploy.knowledge.pipelines import identify
+from omni_deploy.validate.check_capacity import check_batched_tokens, check_gpu_memory, check_minicpmo_capacity
+from omni_deploy.validate.check_keys import check_keys
+from omni_deploy.validate.check_platform import check_platform_rules
+from omni_deploy.validate.check_topology import (
+    check_connectors,
+    check_platform_entries,
+    check_replaced_mappings,
+    check_stage_ids,
+)
+from omni_deploy.validate.context import Context, Options
+from omni_deploy.validate.findings import ERROR, WARNING, Finding
+from omni_deploy.validate.schema_check import check_schema
+
+CHECKS: list[Callable[[Context], list[Finding]]] = [
+    check_schema,
+    check_keys,
+    check_stage_ids,
+    check_platform_entries,
+    check_connectors,
+    check_replaced_mappings,
+    check_gpu_memory,
+    check_minicpmo_capacity,
+    check_batched_tokens,
+    check_platform_rules,
+]
+
+
+@dataclass
+class FileReport:
+    file: str
+    findings: list[Finding] = field(default_factory=list)
+
+    @property
+    def valid(self) -> bool:
+        return not any(f.severity == ERROR for f in self.findings)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"file": self.file, "valid": self.valid, "findings": [f.as_dict() for f in self.findings]}
+
+
+def _from_error(error: ConfigError, file: str, code: str | None = None) -> Finding:
+    loc = error.location
+    return Finding(
+        ERROR,
+        code or error.code,
+        loc.file if loc else file,
+        loc.line if loc else 0,
+        loc.column if loc else 0,
+        error.path or "$",
+        error.message,
+        error.hint,
+    )
+
+
+def platforms_to_check(root: Map, options: Options) -> tuple[str, ...]:
+    if options.platforms is not None:
+        return options.platforms
+    sections = root.get("platforms")
+    present = [p for p in PLATFORMS if isinstance(sections, Map) and p in sections and p != "cuda"]
+    return ("cuda", *present)
+
+
+def validate_file(name: str, options: Options) -> FileReport:
+    try:
+        resolved = resolve_file(locate_top_file(name))
+    except ConfigError as error:
+        return FileReport(name, [_from_error(error, name)])
+    report = FileReport(name)
+    ctx = Context(name, resolved, options, identify(resolved.config, resolved.chain, options.pipeline))
+    for platform in platforms_to_check(resolved.config, options):
+        try:
+            ctx.applied[platform] = apply_platform(resolved.config, platform)
+        except ConfigError as error:
+            code = "E370" if error.code == "E131" else error.code
+            report.findings.append(_from_error(error, name, code))
+    for check in CHECKS:
+        try:
+            report.findings.extend(check(ctx))
+        except ConfigError as error:
+            report.findings.append(_from_error(error, name))
+    unique = list(dict.fromkeys(report.findings))
+    unique.sort(key=lambda f: (f.file, f.line, f.column, f.code))
+    if options.strict:
+        unique = [replace(f, severity=ERROR) if f.severity == WARNING else f for f in unique]
+    report.findings = unique
+    return report

@@ -1,0 +1,63 @@
+"""Type and bound checks from the generated JSON Schema, mapped back to file positions."""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+from omni_deploy.config.nodes import locate, path_string, to_plain
+from omni_deploy.validate.context import Context
+from omni_deploy.validate.findings import ERROR, Finding, at
+
+# Reported by the key and stage-id checks, with better messages.
+_LEFT_TO_OTHER_CHECKS = {"additionalProperties", "propertyNames"}
+
+
+@cache
+def _validator(definition: str | None = None) -> Any:
+    from jsonschema import Draft202012Validator
+
+    from omni_deploy.knowledge.schema import build_schema
+
+    schema = build_schema()
+    if definition is not None:
+        schema = {**schema["$defs"][definition], "$defs": schema["$defs"]}
+    return Draft202012Validator(schema)
+
+
+def check_schema(ctx: Context) -> list[Finding]:
+    findings = _errors(ctx, _validator(), [])
+    found = ctx.code2wav_connector()
+    if found is not None:
+        # The Code2Wav options are typed only where MiniCPM-o's Code2Wav reads them: other pipelines
+        # use some of the same names with other meanings.
+        findings += _errors(ctx, _validator("minicpmoCode2wavExtra"), ["connectors", found[0], "extra"])
+    return findings
+
+
+def _errors(ctx: Context, validator: Any, prefix: list[Any]) -> list[Finding]:
+    findings = []
+    node, _ = locate(ctx.root, prefix)
+    for error in validator.iter_errors(to_plain(node)):
+        if error.validator in _LEFT_TO_OTHER_CHECKS:
+            continue
+        path = prefix + list(error.absolute_path)
+        if path and path[-1] == "stage_id":
+            continue  # check_stage_ids says it better
+        node, key_origin = locate(ctx.root, path)
+        origin = node.origin if node is not None else key_origin
+        findings.append(at(origin, ctx.file, ERROR, "E201", path_string(path), _message(error)))
+    return findings
+
+
+def _message(error: Any) -> str:
+    if error.validator == "type":
+        expected = error.validator_value
+        kinds = " or ".join(expected) if isinstance(expected, list) else expected
+        return f"{error.instance!r} is not of type {kinds}"
+    if error.validator in ("minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"):
+        words = {"minimum": ">=", "exclusiveMinimum": ">", "maximum": "<=", "exclusiveMaximum": "<"}
+        return f"{error.instance!r} must be {words[error.validator]} {error.validator_value}"
+    if error.validator == "enum":
+        return f"{error.instance!r} is not one of {', '.join(map(repr, error.validator_value))}"
+    return str(error.message)
