@@ -30,8 +30,14 @@ def default_target_version() -> str:
     default=None,
     help=f"vllm-omni version to check against (default: the installed one, else {RELEASED}; 'main' for newer).",
 )
-@click.option("--gpu-memory-gib", type=click.FloatRange(min=0, min_open=True), help="Check KV budgets against this card size.")
-@click.option("--pipeline", default=None, help="Pipeline of files that neither name nor imply one (e.g. minicpmo_4_5).")
+@click.option(
+    "--gpu-memory-gib",
+    type=click.FloatRange(min=0, min_open=True),
+    help="Check KV budgets against this card size.",
+)
+@click.option(
+    "--pipeline", default=None, help="Pipeline of files that neither name nor imply one (e.g. minicpmo_4_5)."
+)
 @click.option(
     "--model-config",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
@@ -59,14 +65,18 @@ def validate(
 
     target = target_version or default_target_version()
     if not is_known_target(target):
-        raise click.BadParameter(f"{target!r} is not a version (e.g. 0.30.0) or 'main'", param_hint="--target-version")
+        raise click.BadParameter(
+            f"{target!r} is not a version (e.g. 0.30.0) or 'main'", param_hint="--target-version"
+        )
     chosen = None if not platforms else (PLATFORMS if "all" in platforms else tuple(dict.fromkeys(platforms)))
     shape = None
     if model_config is not None:
         try:
             shape = model_shape_from_config(model_config)
         except (ValueError, KeyError, TypeError) as exc:
-            raise click.BadParameter(f"cannot read the Talker's shape from it: {exc}", param_hint="--model-config")
+            raise click.BadParameter(
+                f"cannot read the Talker's shape from it: {exc}", param_hint="--model-config"
+            ) from None
     options = Options(chosen, strict, target, gpu_memory_gib, pipeline, shape)
     reports = [validate_file(name, options) for name in (files or (str(default_deploy_file()),))]
     click.echo(REPORTERS[fmt](reports))

@@ -40,7 +40,9 @@ class Key:
     error_if_present: str | None = None  # the key is refused outright
 
 
-def _k(name: str, place: str, types: str = "", default: Any = NO_DEFAULT, meaning: str = "", **kw: Any) -> Key:
+def _k(
+    name: str, place: str, types: str = "", default: Any = NO_DEFAULT, meaning: str = "", **kw: Any
+) -> Key:
     return Key(name, place, tuple(t for t in types.split("|") if t), default, meaning, **kw)
 
 
@@ -177,7 +179,11 @@ _ENGINE_EXTRAS: list[Key] = [
 
 STAGE: list[Key] = [
     *_STAGE_TYPED.values(),
-    *[_k(n, "stage", "", None, "vllm-omni stage engine field.") for n in STAGE_ENGINE_FIELDS if n not in _STAGE_TYPED],
+    *[
+        _k(n, "stage", "", None, "vllm-omni stage engine field.")
+        for n in STAGE_ENGINE_FIELDS
+        if n not in _STAGE_TYPED
+    ],
     *[Key(**{**k.__dict__, "engine_extra": True}) for k in _ENGINE_EXTRAS],
 ]
 

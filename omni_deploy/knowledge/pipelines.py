@@ -21,7 +21,9 @@ class Pipeline:
     talker_stage: int | None = None
 
 
-MINICPMO_4_5 = Pipeline("minicpmo_4_5", {0: "Thinker", 1: "Talker", 2: "Code2Wav"}, code2wav_stage=2, talker_stage=1)
+MINICPMO_4_5 = Pipeline(
+    "minicpmo_4_5", {0: "Thinker", 1: "Talker", 2: "Code2Wav"}, code2wav_stage=2, talker_stage=1
+)
 KNOWN = {MINICPMO_4_5.name: MINICPMO_4_5}
 
 

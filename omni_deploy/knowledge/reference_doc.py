@@ -30,7 +30,9 @@ def _bounds(key: Key) -> str:
     if key.enum:
         parts.append(" / ".join(map(str, key.enum)))
     if key.items:
-        parts.append(f"items: {key.items}" + (f" >= {key.item_minimum:g}" if key.item_minimum is not None else ""))
+        parts.append(
+            f"items: {key.items}" + (f" >= {key.item_minimum:g}" if key.item_minimum is not None else "")
+        )
     return ", ".join(parts)
 
 

@@ -8,14 +8,18 @@ from typing import Any
 from omni_deploy.knowledge.keys import CODE2WAV, CONNECTOR_EXTRA, NO_DEFAULT, Key, by_place
 from omni_deploy.knowledge.versions import MAIN
 
-SCHEMA_ID = "https://github.com/omni-deploy/omni-deploy/schemas/deploy.schema.json"
+SCHEMA_ID = "urn:omni-deploy:schemas:deploy"
 
 
 def _property(key: Key) -> dict[str, Any]:
     prop: dict[str, Any] = {}
     if key.types:
         prop["type"] = list(key.types) if len(key.types) > 1 else key.types[0]
-    for attr, name in (("minimum", "minimum"), ("exclusive_minimum", "exclusiveMinimum"), ("maximum", "maximum")):
+    for attr, name in (
+        ("minimum", "minimum"),
+        ("exclusive_minimum", "exclusiveMinimum"),
+        ("maximum", "maximum"),
+    ):
         value = getattr(key, attr)
         if value is not None:
             prop[name] = value

@@ -59,6 +59,8 @@ def _memory_on(ctx: Context, platform: str, applied: PlatformApplied) -> list[Fi
         util = _number(util_node)
         kv_node = _field(stage, "kv_cache_memory_bytes")
         kv = _number(kv_node)
+        if util is not None and not 0 < util <= 1:
+            util = None  # already a type/bound error; summing it would only repeat that
         for device in _devices(stage):
             if util is not None and util_node is not None:
                 shares[device].append((sid, util, util_node.origin))
@@ -66,9 +68,15 @@ def _memory_on(ctx: Context, platform: str, applied: PlatformApplied) -> list[Fi
                 budgets[device].append((sid, kv, kv_node.origin))
         if gib and kv is not None and util is not None and kv_node is not None and kv > util * gib * GIB:
             findings.append(
-                at(kv_node.origin, ctx.file, ERROR, "E352", f"$.stages[stage_id={sid}].kv_cache_memory_bytes",
-                   f"on {platform}: a KV budget of {kv / GIB:.2f} GiB does not fit in this stage's share "
-                   f"({util:g} x {gib:g} GiB = {util * gib:.2f} GiB)")  # fmt: skip
+                at(
+                    kv_node.origin,
+                    ctx.file,
+                    ERROR,
+                    "E352",
+                    f"$.stages[stage_id={sid}].kv_cache_memory_bytes",
+                    f"on {platform}: a KV budget of {kv / GIB:.2f} GiB does not fit in this stage's share "
+                    f"({util:g} x {gib:g} GiB = {util * gib:.2f} GiB)",
+                )
             )
     for device, entries in sorted(shares.items()):
         total = round(sum(v for _, v, _ in entries), 6)
@@ -78,10 +86,17 @@ def _memory_on(ctx: Context, platform: str, applied: PlatformApplied) -> list[Fi
         severity, code = (ERROR, "E350") if total > 1.0 + 1e-9 else (WARNING, "W351")
         last = entries[-1]
         findings.append(
-            at(last[2], ctx.file, severity, code, f"$.stages[stage_id={last[0]}].gpu_memory_utilization",
-               f"on {platform}: stages sharing device {device} ask for {total:.2f} of its memory ({listing})",
-               "lower gpu_memory_utilization or move a stage to another device" if code == "E350"
-               else "less than 5 % is left for CUDA graphs, cuDNN workspaces and fragmentation")  # fmt: skip
+            at(
+                last[2],
+                ctx.file,
+                severity,
+                code,
+                f"$.stages[stage_id={last[0]}].gpu_memory_utilization",
+                f"on {platform}: stages sharing device {device} ask for {total:.2f} of its memory ({listing})",
+                "lower gpu_memory_utilization or move a stage to another device"
+                if code == "E350"
+                else "less than 5 % is left for CUDA graphs, cuDNN workspaces and fragmentation",
+            )
         )
     if gib:
         for device, entries in sorted(budgets.items()):
@@ -90,9 +105,15 @@ def _memory_on(ctx: Context, platform: str, applied: PlatformApplied) -> list[Fi
                 listing = ", ".join(f"stage {sid} {v / GIB:.2f} GiB" for sid, v, _ in entries)
                 last = entries[-1]
                 findings.append(
-                    at(last[2], ctx.file, ERROR, "E352", f"$.stages[stage_id={last[0]}].kv_cache_memory_bytes",
-                       f"on {platform}: KV budgets on device {device} add up to {total / GIB:.2f} GiB, more than "
-                       f"the {gib:g} GiB card ({listing})")  # fmt: skip
+                    at(
+                        last[2],
+                        ctx.file,
+                        ERROR,
+                        "E352",
+                        f"$.stages[stage_id={last[0]}].kv_cache_memory_bytes",
+                        f"on {platform}: KV budgets on device {device} add up to {total / GIB:.2f} GiB, more than "
+                        f"the {gib:g} GiB card ({listing})",
+                    )
                 )
     return findings
 
@@ -115,21 +136,37 @@ def check_minicpmo_capacity(ctx: Context) -> list[Finding]:
         ints = [v for v in values if isinstance(v, int) and not isinstance(v, bool)]
         path = f"{extra_path}.hift_graph_capture_batch_sizes"
         if any(v <= 0 for v in ints):
-            findings.append(at(sizes.origin, ctx.file, WARNING, "W360", path, "HiFT capture batch sizes must be positive"))
+            findings.append(
+                at(sizes.origin, ctx.file, WARNING, "W360", path, "HiFT capture batch sizes must be positive")
+            )
         if len(set(ints)) != len(ints):
-            findings.append(at(sizes.origin, ctx.file, WARNING, "W360", path, "duplicated HiFT capture batch sizes"))
+            findings.append(
+                at(sizes.origin, ctx.file, WARNING, "W360", path, "duplicated HiFT capture batch sizes")
+            )
         if capacity is not None and ints and all(v > capacity for v in ints):
             findings.append(
-                at(sizes.origin, ctx.file, WARNING, "W360", path,
-                   f"every HiFT capture batch size is above Code2Wav's max_num_seqs ({capacity:g}): "
-                   "the graphs are never used")  # fmt: skip
+                at(
+                    sizes.origin,
+                    ctx.file,
+                    WARNING,
+                    "W360",
+                    path,
+                    f"every HiFT capture batch size is above Code2Wav's max_num_seqs ({capacity:g}): "
+                    "the graphs are never used",
+                )
             )
     micro = _number(extra.get("micro_batch_size")) if extra else None
     if micro is not None and capacity is not None and micro > capacity and extra is not None:
         node = extra.get("micro_batch_size")
         findings.append(
-            at(node.origin if node else None, ctx.file, WARNING, "W361", f"{extra_path}.micro_batch_size",
-               f"CFM micro_batch_size {micro:g} is above Code2Wav's max_num_seqs ({capacity:g})")  # fmt: skip
+            at(
+                node.origin if node else None,
+                ctx.file,
+                WARNING,
+                "W361",
+                f"{extra_path}.micro_batch_size",
+                f"CFM micro_batch_size {micro:g} is above Code2Wav's max_num_seqs ({capacity:g})",
+            )
         )
     if extra is not None:
         findings.extend(_initial_batch(ctx, extra, extra_path))
@@ -145,9 +182,16 @@ def _initial_batch(ctx: Context, extra: Map, path: str) -> list[Finding]:
     minimum = 1.0 if minimum is None else minimum
     if initial and initial_node is not None and initial < minimum:
         return [
-            at(initial_node.origin, ctx.file, ERROR, "E380", f"{path}.code2wav_initial_batch_size",
-               f"code2wav_initial_batch_size {initial:g} is below code2wav_min_batch_size {minimum:g}: "
-               "Code2Wav refuses to start", "use 0 (off) or a value >= code2wav_min_batch_size")  # fmt: skip
+            at(
+                initial_node.origin,
+                ctx.file,
+                ERROR,
+                "E380",
+                f"{path}.code2wav_initial_batch_size",
+                f"code2wav_initial_batch_size {initial:g} is below code2wav_min_batch_size {minimum:g}: "
+                "Code2Wav refuses to start",
+                "use 0 (off) or a value >= code2wav_min_batch_size",
+            )
         ]
     return []
 
@@ -161,25 +205,37 @@ def _talker_kv(ctx: Context, talker_id: int) -> list[Finding]:
         kv_node = _field(talker, "kv_cache_memory_bytes")
         kv = _number(kv_node)
         seqs, length = _number(talker.get("max_num_seqs")), _number(talker.get("max_model_len"))
-        if kv is None or kv_node is None or seqs is None or length is None:
+        if kv is None or kv_node is None or seqs is None or length is None or kv < 0:
             continue
         path = f"$.stages[stage_id={talker_id}].kv_cache_memory_bytes"
         shape = ctx.options.model_shape
         if shape is None:
             findings.append(
-                at(kv_node.origin, ctx.file, INFO, "I362", path,
-                   f"on {platform}: whether {kv / GIB:.2f} GiB of Talker KV holds max_num_seqs x max_model_len = "
-                   f"{seqs * length:,.0f} tokens is not checked: the bytes per token come from the model's config",
-                   "pass --model-config <model>/config.json")  # fmt: skip
+                at(
+                    kv_node.origin,
+                    ctx.file,
+                    INFO,
+                    "I362",
+                    path,
+                    f"on {platform}: whether {kv / GIB:.2f} GiB of Talker KV holds max_num_seqs x max_model_len = "
+                    f"{seqs * length:,.0f} tokens is not checked: the bytes per token come from the model's config",
+                    "pass --model-config <model>/config.json",
+                )
             )
             continue
         tokens = kv / shape.bytes_per_token
         if seqs * length > tokens:
             findings.append(
-                at(kv_node.origin, ctx.file, WARNING, "W362", path,
-                   f"on {platform}: the Talker's {kv / GIB:.2f} GiB of KV hold {tokens:,.0f} tokens "
-                   f"({shape.bytes_per_token} bytes each, from {shape.source}), fewer than max_num_seqs x "
-                   f"max_model_len = {seqs * length:,.0f}; preempted sequences cannot be replayed")  # fmt: skip
+                at(
+                    kv_node.origin,
+                    ctx.file,
+                    WARNING,
+                    "W362",
+                    path,
+                    f"on {platform}: the Talker's {kv / GIB:.2f} GiB of KV hold {tokens:,.0f} tokens "
+                    f"({shape.bytes_per_token} bytes each, from {shape.source}), fewer than max_num_seqs x "
+                    f"max_model_len = {seqs * length:,.0f}; preempted sequences cannot be replayed",
+                )
             )
     return findings
 
@@ -196,10 +252,15 @@ def check_batched_tokens(ctx: Context) -> list[Finding]:
             if chunked is False and batched is not None and length is not None and batched < length:
                 sid = to_plain(stage.get("stage_id"))
                 findings.append(
-                    at(batched_node.origin if batched_node else None, ctx.file, WARNING, "W363",
-                       f"$.stages[stage_id={sid}].max_num_batched_tokens",
-                       f"on {platform}: max_num_batched_tokens {batched:g} < max_model_len {length:g} with chunked "
-                       "prefill off: prompts longer than a step cannot be scheduled")  # fmt: skip
+                    at(
+                        batched_node.origin if batched_node else None,
+                        ctx.file,
+                        WARNING,
+                        "W363",
+                        f"$.stages[stage_id={sid}].max_num_batched_tokens",
+                        f"on {platform}: max_num_batched_tokens {batched:g} < max_model_len {length:g} with chunked "
+                        "prefill off: prompts longer than a step cannot be scheduled",
+                    )
                 )
         break  # the rule does not depend on the platform beyond what the first one shows
     return findings

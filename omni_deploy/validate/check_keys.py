@@ -49,7 +49,9 @@ class _KeyWalker:
         self.ctx = ctx
         self.findings: list[Finding] = []
 
-    def add(self, origin: Origin | None, severity: str, code: str, path: str, message: str, hint: str | None) -> None:
+    def add(
+        self, origin: Origin | None, severity: str, code: str, path: str, message: str, hint: str | None
+    ) -> None:
         self.findings.append(at(origin, self.ctx.file, severity, code, path, message, hint))
 
     def mapping(
@@ -93,7 +95,9 @@ def check_keys(ctx: Context) -> list[Finding]:
 
     def top_unknown(name: str, path: str, origin: Origin) -> None:
         hint = _elsewhere(name, "top") or _suggest(name, TOP)
-        walker.add(origin, WARNING, "W301", path, f"unknown top-level key '{name}': vllm-omni ignores it", hint)
+        walker.add(
+            origin, WARNING, "W301", path, f"unknown top-level key '{name}': vllm-omni ignores it", hint
+        )
 
     walker.mapping(root, "$", "top", TOP, top_unknown)
 
@@ -117,7 +121,9 @@ def check_keys(ctx: Context) -> list[Finding]:
         base = child_path("$.connectors", name)
 
         def connector_unknown(key: str, path: str, origin: Origin) -> None:
-            walker.add(origin, WARNING, "W306", path, f"unknown connector key '{key}'", _suggest(key, CONNECTOR))
+            walker.add(
+                origin, WARNING, "W306", path, f"unknown connector key '{key}'", _suggest(key, CONNECTOR)
+            )
 
         walker.mapping(connector, base, "connector", CONNECTOR, connector_unknown)
 
@@ -141,9 +147,9 @@ def check_keys(ctx: Context) -> list[Finding]:
         walker.mapping(connector.get("extra"), extra_path, "code2wav", CODE2WAV_KEYS, extra_unknown)
 
     platforms = ctx.platform_sections()
-    for plat, section in platforms.items() if platforms else []:
+    for plat, entry in platforms.entries.items() if platforms else []:
+        section = entry.node
         plat_path = child_path("$.platforms", plat)
-        entry = platforms.entries[plat]
         if plat not in PLATFORMS:
             walker.add(
                 entry.key_origin,
@@ -156,7 +162,11 @@ def check_keys(ctx: Context) -> list[Finding]:
 
         def platform_unknown(key: str, path: str, origin: Origin) -> None:
             reason = UNREAD.get(("platform", key))
-            message = f"'{key}' in a platform section: {reason}" if reason else f"unknown platform key '{key}': ignored"
+            message = (
+                f"'{key}' in a platform section: {reason}"
+                if reason
+                else f"unknown platform key '{key}': ignored"
+            )
             walker.add(origin, WARNING, "W305", path, message, None if reason else _suggest(key, PLATFORM))
 
         walker.mapping(section, plat_path, "platform", PLATFORM, platform_unknown)

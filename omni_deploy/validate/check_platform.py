@@ -21,8 +21,14 @@ def check_platform_rules(ctx: Context) -> list[Finding]:
                 entry = extra.entries.get(key)
                 if entry is not None:
                     findings.append(
-                        at(entry.key_origin, ctx.file, INFO, "I371", child_path(extra_path, key),
-                           f"'{key}' has no effect on {platform}: CAM++ runs with ONNX Runtime on the CPU there")  # fmt: skip
+                        at(
+                            entry.key_origin,
+                            ctx.file,
+                            INFO,
+                            "I371",
+                            child_path(extra_path, key),
+                            f"'{key}' has no effect on {platform}: CAM++ runs with ONNX Runtime on the CPU there",
+                        )
                     )
     connectors = ctx.connectors()
     for name, connector in connectors.items() if connectors else []:
@@ -33,9 +39,15 @@ def check_platform_rules(ctx: Context) -> list[Finding]:
             entry = extra_node.entries.get(key)
             if entry is not None:
                 findings.append(
-                    at(entry.key_origin, ctx.file, WARNING, "W372",
-                       child_path(child_path(child_path("$.connectors", name), "extra"), key),
-                       f"'{key}' is not a connector key: the NPU graph switches are read from stage 2's "
-                       "additional_config", "move it to platforms.npu.stages[stage_id: 2].additional_config")  # fmt: skip
+                    at(
+                        entry.key_origin,
+                        ctx.file,
+                        WARNING,
+                        "W372",
+                        child_path(child_path(child_path("$.connectors", name), "extra"), key),
+                        f"'{key}' is not a connector key: the NPU graph switches are read from stage 2's "
+                        "additional_config",
+                        "move it to platforms.npu.stages[stage_id: 2].additional_config",
+                    )
                 )
     return findings

@@ -11,7 +11,10 @@ from omni_deploy.knowledge.keys import CODE2WAV
 from omni_deploy.validate.context import Context
 from omni_deploy.validate.findings import ERROR, WARNING, Finding, at
 
-_WIRE = {"input_connectors": re.compile(r"^from_stage_(\d+)$"), "output_connectors": re.compile(r"^to_stage_(\d+)$")}
+_WIRE = {
+    "input_connectors": re.compile(r"^from_stage_(\d+)$"),
+    "output_connectors": re.compile(r"^to_stage_(\d+)$"),
+}
 _CODE2WAV_ONLY = {k.name for k in CODE2WAV}
 
 
@@ -51,25 +54,47 @@ def check_stage_ids(ctx: Context) -> list[Finding]:
             node = stage.get("stage_id")
             where = f"{path}[{i}].stage_id"
             if node is None:
-                findings.append(at(stage.origin, ctx.file, ERROR, "E321", f"{path}[{i}]", "stage entry has no stage_id"))
+                findings.append(
+                    at(stage.origin, ctx.file, ERROR, "E321", f"{path}[{i}]", "stage entry has no stage_id")
+                )
                 continue
             value = node.value if isinstance(node, Scalar) else None
             if not _valid_id(value):
                 findings.append(
-                    at(node.origin, ctx.file, ERROR, "E321", where, f"stage_id must be a non-negative integer, got {value!r}")
+                    at(
+                        node.origin,
+                        ctx.file,
+                        ERROR,
+                        "E321",
+                        where,
+                        f"stage_id must be a non-negative integer, got {value!r}",
+                    )
                 )
                 continue
             if value in seen:
                 findings.append(
-                    at(node.origin, ctx.file, ERROR, "E320", where, f"stage_id {value} appears twice in this list "
-                       f"(also entry {seen[value]}); the later one silently wins")  # fmt: skip
+                    at(
+                        node.origin,
+                        ctx.file,
+                        ERROR,
+                        "E320",
+                        where,
+                        f"stage_id {value} appears twice in this list "
+                        f"(also entry {seen[value]}); the later one silently wins",
+                    )
                 )
             seen[value] = i
             if topology is not None and value not in topology:
                 roles = ", ".join(f"{k} {v}" for k, v in topology.items())
                 findings.append(
-                    at(node.origin, ctx.file, ERROR, "E322", where,
-                       f"{ctx.pipeline.name} has no stage {value} (its stages: {roles})")  # fmt: skip
+                    at(
+                        node.origin,
+                        ctx.file,
+                        ERROR,
+                        "E322",
+                        where,
+                        f"{ctx.pipeline.name} has no stage {value} (its stages: {roles})",
+                    )
                 )
     return findings
 
@@ -86,8 +111,14 @@ def check_platform_entries(ctx: Context) -> list[Finding]:
             sid = _stage_id(entry)
             if _valid_id(sid) and sid not in existing:
                 findings.append(
-                    at(entry.origin, ctx.file, WARNING, "W323", f"{child_path('$.platforms', plat)}.stages[{i}]",
-                       f"platforms.{plat} entry for stage_id {sid}, which no stage has: vllm-omni skips it silently")  # fmt: skip
+                    at(
+                        entry.origin,
+                        ctx.file,
+                        WARNING,
+                        "W323",
+                        f"{child_path('$.platforms', plat)}.stages[{i}]",
+                        f"platforms.{plat} entry for stage_id {sid}, which no stage has: vllm-omni skips it silently",
+                    )
                 )
     return findings
 
@@ -95,7 +126,7 @@ def check_platform_entries(ctx: Context) -> list[Finding]:
 def check_connectors(ctx: Context) -> list[Finding]:
     findings: list[Finding] = []
     connectors = ctx.connectors()
-    names = [str(k) for k in connectors.keys()] if connectors else []
+    names = [str(k) for k in connectors.entries] if connectors else []
     stage_ids = {_stage_id(s) for s in ctx.stages()}
     for i, stage in enumerate(ctx.stages()):
         for field, pattern in _WIRE.items():
@@ -107,19 +138,51 @@ def check_connectors(ctx: Context) -> list[Finding]:
                 match = pattern.match(str(key))
                 if match is None:
                     expected = "from_stage_N" if field == "input_connectors" else "to_stage_N"
-                    findings.append(at(entry.key_origin, ctx.file, WARNING, "W333", path,
-                                       f"'{key}' is not of the form {expected}; vllm-omni will not wire it"))  # fmt: skip
+                    findings.append(
+                        at(
+                            entry.key_origin,
+                            ctx.file,
+                            WARNING,
+                            "W333",
+                            path,
+                            f"'{key}' is not of the form {expected}; vllm-omni will not wire it",
+                        )
+                    )
                 elif int(match.group(1)) not in stage_ids:
-                    findings.append(at(entry.key_origin, ctx.file, ERROR, "E331", path,
-                                       f"stage {match.group(1)} does not exist"))  # fmt: skip
+                    findings.append(
+                        at(
+                            entry.key_origin,
+                            ctx.file,
+                            ERROR,
+                            "E331",
+                            path,
+                            f"stage {match.group(1)} does not exist",
+                        )
+                    )
                 value = entry.node.value if isinstance(entry.node, Scalar) else None
                 if str(value) not in names:
                     close = difflib.get_close_matches(str(value), names, n=1)
-                    hint = f"did you mean '{close[0]}'?" if close else (
-                        f"defined connectors: {', '.join(names)}" if names else "the file defines no connectors")
-                    findings.append(at(entry.node.origin, ctx.file, ERROR, "E330", path,
-                                       f"connector {value!r} is not defined under connectors "
-                                       "(vllm-omni fails only at server start)", hint))  # fmt: skip
+                    hint = (
+                        f"did you mean '{close[0]}'?"
+                        if close
+                        else (
+                            f"defined connectors: {', '.join(names)}"
+                            if names
+                            else "the file defines no connectors"
+                        )
+                    )
+                    findings.append(
+                        at(
+                            entry.node.origin,
+                            ctx.file,
+                            ERROR,
+                            "E330",
+                            path,
+                            f"connector {value!r} is not defined under connectors "
+                            "(vllm-omni fails only at server start)",
+                            hint,
+                        )
+                    )
     findings.extend(_misplaced_code2wav(ctx))
     return findings
 
@@ -136,12 +199,21 @@ def _misplaced_code2wav(ctx: Context) -> list[Finding]:
         extra = connector.get("extra")
         for key, entry in extra.entries.items() if isinstance(extra, Map) else []:
             if key in _CODE2WAV_ONLY:
-                where = f"connector '{target_name}'" if target_name else "the connector in stage 2's input_connectors"
+                where = (
+                    f"connector '{target_name}'"
+                    if target_name
+                    else "the connector in stage 2's input_connectors"
+                )
                 findings.append(
-                    at(entry.key_origin, ctx.file, WARNING, "W332",
-                       child_path(child_path(child_path("$.connectors", name), "extra"), key),
-                       f"Code2Wav option '{key}' in connector '{name}', which stage 2 does not receive: never read",
-                       f"Code2Wav reads {where}")  # fmt: skip
+                    at(
+                        entry.key_origin,
+                        ctx.file,
+                        WARNING,
+                        "W332",
+                        child_path(child_path(child_path("$.connectors", name), "extra"), key),
+                        f"Code2Wav option '{key}' in connector '{name}', which stage 2 does not receive: never read",
+                        f"Code2Wav reads {where}",
+                    )
                 )
     return findings
 
@@ -151,9 +223,15 @@ def check_replaced_mappings(ctx: Context) -> list[Finding]:
     for dropped in ctx.resolved.report.dropped:
         kept = ", ".join(sorted(DEEP_MERGE_KEYS))
         findings.append(
-            at(dropped.key_origin, ctx.file, WARNING, "W340", dropped.path,
-               f"this mapping replaces the base's whole (base at {dropped.base_origin.location}), dropping "
-               f"{', '.join(dropped.lost)}",
-               f"vllm-omni merges only {kept} key by key; repeat the base's keys to keep them")  # fmt: skip
+            at(
+                dropped.key_origin,
+                ctx.file,
+                WARNING,
+                "W340",
+                dropped.path,
+                f"this mapping replaces the base's whole (base at {dropped.base_origin.location}), dropping "
+                f"{', '.join(dropped.lost)}",
+                f"vllm-omni merges only {kept} key by key; repeat the base's keys to keep them",
+            )
         )
     return findings

@@ -30,8 +30,15 @@ class Finding:
         return f"{where}: {self.severity}[{self.code}] {self.path}: {self.message}{hint}"
 
 
-def at(origin: Origin | None, fallback_file: str, severity: str, code: str, path: str, message: str,
-       hint: str | None = None) -> Finding:  # fmt: skip
+def at(
+    origin: Origin | None,
+    fallback_file: str,
+    severity: str,
+    code: str,
+    path: str,
+    message: str,
+    hint: str | None = None,
+) -> Finding:
     if origin is None or origin.layer == "default":
         return Finding(severity, code, fallback_file, 0, 0, path, message, hint)
     return Finding(severity, code, origin.file, origin.line, origin.column, path, message, hint)

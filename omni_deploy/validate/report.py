@@ -11,7 +11,9 @@ from omni_deploy.validate.runner import FileReport
 
 def text(reports: list[FileReport]) -> str:
     lines = [f.text() for r in reports for f in r.findings]
-    counts = {s: sum(1 for r in reports for f in r.findings if f.severity == s) for s in (ERROR, WARNING, INFO)}
+    counts = {
+        s: sum(1 for r in reports for f in r.findings if f.severity == s) for s in (ERROR, WARNING, INFO)
+    }
     files = len(reports)
     invalid = sum(1 for r in reports if not r.valid)
     status = "ok" if not invalid else f"{invalid} of {files} file{'s' if files != 1 else ''} invalid"

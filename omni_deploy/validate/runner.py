@@ -12,7 +12,11 @@ from omni_deploy.config.platform import apply_platform
 from omni_deploy.config.stage_schema import PLATFORMS
 from omni_deploy.errors import ConfigError
 from omni_deploy.knowledge.pipelines import identify
-from omni_deploy.validate.check_capacity import check_batched_tokens, check_gpu_memory, check_minicpmo_capacity
+from omni_deploy.validate.check_capacity import (
+    check_batched_tokens,
+    check_gpu_memory,
+    check_minicpmo_capacity,
+)
 from omni_deploy.validate.check_keys import check_keys
 from omni_deploy.validate.check_platform import check_platform_rules
 from omni_deploy.validate.check_topology import (

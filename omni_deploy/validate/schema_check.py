@@ -39,7 +39,9 @@ def _errors(ctx: Context, validator: Any, prefix: list[Any]) -> list[Finding]:
     findings = []
     node, _ = locate(ctx.root, prefix)
     for error in validator.iter_errors(to_plain(node)):
-        if error.validator in _LEFT_TO_OTHER_CHECKS:
+        if error.validator in _LEFT_TO_OTHER_CHECKS or _LEFT_TO_OTHER_CHECKS & set(
+            map(str, error.schema_path)
+        ):
             continue
         path = prefix + list(error.absolute_path)
         if path and path[-1] == "stage_id":

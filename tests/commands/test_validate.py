@@ -1,0 +1,89 @@
+"""`omni-deploy validate` and `omni-deploy schema` through the CLI."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.support.cli import run_cli
+
+ROOT = Path(__file__).resolve().parents[2]
+NEG = ROOT / "tests" / "data" / "validate" / "negative"
+
+
+def test_text_output_points_at_file_line_col(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(ROOT)
+    result = run_cli(capsys, "validate", str(NEG / "unknown_stage_key.yaml"), "--target-version", "0.30.0")
+    assert result.code == 0  # a warning only
+    first = result.out.splitlines()[0]
+    # file:line:col of the file that set it; the path is in the merged config (stage 1 is its 2nd entry).
+    assert first.startswith(
+        "tests/data/validate/negative/unknown_stage_key.yaml:5:5: warning[W302] $.stages[1].max_num_seq: "
+    )
+    assert first.endswith("(did you mean 'max_num_seqs'?)")
+    assert result.out.splitlines()[-1] == "ok: 0 error(s), 1 warning(s), 0 info in 1 file"
+
+
+def test_json_output_shape_and_exit_code(capsys: pytest.CaptureFixture[str]) -> None:
+    files = [str(NEG / "type_errors.yaml"), str(ROOT / "deploy" / "minicpmo_4_5_turn.yaml")]
+    result = run_cli(capsys, "validate", *files, "-o", "json", "--target-version", "0.30.0")
+    assert result.code == 1
+    data = json.loads(result.out)
+    assert [f["valid"] for f in data["files"]] == [False, True]
+    finding = data["files"][0]["findings"][0]
+    assert set(finding) == {"severity", "code", "file", "line", "column", "path", "message", "hint"}
+    assert (finding["code"], finding["line"], finding["column"]) == ("E201", 6, 19)
+
+
+def test_strict_fails_on_warnings(capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["validate", str(ROOT / "deploy" / "turn-bench.yaml"), "--target-version", "0.30.0"]
+    assert run_cli(capsys, *args).code == 0
+    strict = run_cli(capsys, *args, "--strict")
+    assert strict.code == 1 and "error[W310]" in strict.out
+    assert run_cli(capsys, *args, "--strict", "--target-version", "main").code == 0
+
+
+def test_default_file_and_usage_errors(capsys: pytest.CaptureFixture[str]) -> None:
+    result = run_cli(capsys, "validate", "--target-version", "0.30.0")
+    assert result.code == 0 and result.out.splitlines()[-1].startswith("ok:")
+    assert run_cli(capsys, "validate", "--target-version", "banana").code == 2
+    assert run_cli(capsys, "validate", "--platform", "tpu").code == 2
+
+
+def test_missing_file_is_a_finding_not_a_crash(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    result = run_cli(capsys, "validate", str(tmp_path / "nope.yaml"))
+    assert result.code == 1 and "error[E107]" in result.out and "Traceback" not in result.err
+
+
+def test_gpu_memory_option(capsys: pytest.CaptureFixture[str]) -> None:
+    path = str(NEG / "kv_budget_too_big.yaml")
+    assert run_cli(capsys, "validate", path).code == 0
+    assert run_cli(capsys, "validate", path, "--gpu-memory-gib", "24").code == 1
+
+
+def test_schema_command(capsys: pytest.CaptureFixture[str]) -> None:
+    result = run_cli(capsys, "schema")
+    assert result.code == 0
+    assert json.loads(result.out)["title"] == "vllm-omni deploy config"
+    reference = run_cli(capsys, "schema", "--reference")
+    assert reference.out.startswith("# Deploy key reference")
+
+
+def test_pre_commit_hook_definition() -> None:
+    hooks = yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())
+    assert hooks[0]["id"] == "omni-deploy-validate"
+    assert hooks[0]["entry"] == "omni-deploy validate"
+
+
+def test_every_command_has_help(capsys: pytest.CaptureFixture[str]) -> None:
+    from omni_deploy.cli import COMMANDS
+
+    for name in COMMANDS:
+        result = run_cli(capsys, name, "--help")
+        assert result.code == 0 and "Usage:" in result.out, name
+        assert len(result.out.splitlines()) > 3, name
