@@ -1,0 +1,115 @@
+"""A snapshot of this host's speaker-embedding capabilities, taken without importing anything heavy.
+
+`find_spec` locates torch, onnx, onnxruntime and tensorrt without running them; versions come from
+package metadata; GPUs from `nvidia-smi` (CUDA is never initialised in this process); whether the
+installed vllm-omni runs CAM++ on CUDA itself is read from its source.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.util
+import shutil
+import subprocess
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from omni_deploy.bundled import installed_version, installed_vllm_omni_dir
+from omni_deploy.knowledge.versions import MAIN, major_minor
+
+PLUGIN_GROUP = "vllm.general_plugins"
+PLUGIN_NAME = "omni_deploy_campplus"
+
+
+@dataclass
+class HostCaps:
+    probed: bool
+    torch: bool = True
+    onnx: bool = True
+    onnxruntime: bool = True
+    tensorrt: bool = False
+    vllm: str | None = None
+    vllm_omni: str | None = None
+    vllm_omni_reads_device_spk: bool = False
+    plugin_registered: bool = True
+    gpus: list[str] = field(default_factory=list)
+    gpu_query: str = "not probed"
+
+    @property
+    def versions_match(self) -> bool | None:
+        if not self.vllm or not self.vllm_omni:
+            return None
+        return major_minor(self.vllm) == major_minor(self.vllm_omni)
+
+    def as_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["versions_match"] = self.versions_match
+        return out
+
+
+def assumed_host(target_version: str) -> HostCaps:
+    """The serving host `omni-deploy serve` expects: omni-deploy[speaker] and its plugin installed."""
+    return HostCaps(
+        probed=False,
+        vllm_omni=target_version,
+        vllm_omni_reads_device_spk=target_version == MAIN or major_minor(target_version) > (0, 30),
+    )
+
+
+def _importable(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def vllm_omni_reads_device_spk() -> bool:
+    root = installed_vllm_omni_dir()
+    source = (
+        root / "model_executor" / "models" / "minicpmo_4_5" / "minicpmo_4_5_code2wav.py" if root else None
+    )
+    try:
+        return source is not None and "token2wav_device_spk" in source.read_text(encoding="utf-8")
+    except OSError:
+        return False
+
+
+def plugin_registered() -> bool:
+    try:
+        entries = importlib.metadata.entry_points(group=PLUGIN_GROUP)
+    except Exception:  # broken metadata of some unrelated distribution
+        return False
+    return any(e.name == PLUGIN_NAME for e in entries)
+
+
+def query_gpus() -> tuple[list[str], str]:
+    tool = shutil.which("nvidia-smi")
+    if tool is None:
+        return [], "nvidia-smi not found: no NVIDIA GPU visible"
+    try:
+        done = subprocess.run(
+            [tool, "--query-gpu=name", "--format=csv,noheader"], capture_output=True, text=True, timeout=10
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return [], f"nvidia-smi failed: {exc}"
+    if done.returncode != 0:
+        return [], f"nvidia-smi exited {done.returncode}: {done.stderr.strip()[:200]}"
+    names = [line.strip() for line in done.stdout.splitlines() if line.strip()]
+    return names, f"nvidia-smi: {len(names)} GPU(s)"
+
+
+def probe_host() -> HostCaps:
+    gpus, how = query_gpus()
+    return HostCaps(
+        probed=True,
+        torch=_importable("torch"),
+        onnx=_importable("onnx"),
+        onnxruntime=_importable("onnxruntime"),
+        tensorrt=_importable("tensorrt"),
+        vllm=installed_version("vllm"),
+        vllm_omni=installed_version("vllm-omni"),
+        vllm_omni_reads_device_spk=vllm_omni_reads_device_spk(),
+        plugin_registered=plugin_registered(),
+        gpus=gpus,
+        gpu_query=how,
+    )

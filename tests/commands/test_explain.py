@@ -1,0 +1,87 @@
+"""`omni-deploy explain` through the CLI."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.support.cli import run_cli
+
+ROOT = Path(__file__).resolve().parents[2]
+DATA = ROOT / "tests" / "data" / "explain"
+
+
+def _backends(out: str) -> dict[str, str]:
+    return {p: d["speaker_backend"] for p, d in json.loads(out)["platforms"].items()}
+
+
+@pytest.mark.parametrize("args", [[], [str(ROOT / "deploy" / "turn-bench.yaml")]])
+def test_bundled_files(capsys: pytest.CaptureFixture[str], args: list[str]) -> None:
+    result = run_cli(capsys, "explain", "--backend", *args, "--target-version", "0.30.0", "-o", "json")
+    assert result.code == 0, result.err
+    assert _backends(result.out) == {
+        "cuda": "cuda-torch", "rocm": "cpu-onnxruntime", "npu": "cpu-onnxruntime", "xpu": "cpu-onnxruntime",
+        "musa": "cpu-onnxruntime",
+    }  # fmt: skip
+    cuda = json.loads(result.out)["platforms"]["cuda"]
+    assert set(cuda) == {"speaker_backend", "provider", "weights_dtype", "inputs_dtype", "matmul_tf32", "cudnn_tf32",
+                         "reasons", "fallbacks", "warnings"}  # fmt: skip
+    assert all({"setting", "value", "origin"} == set(r) for r in cuda["reasons"])
+    text = run_cli(capsys, "explain", "--backend", *args, "--target-version", "0.30.0")
+    assert "cuda: cuda-torch" in text.out and "rocm: cpu-onnxruntime" in text.out
+    assert "(default)" in text.out
+
+
+@pytest.mark.parametrize(
+    ("name", "backend", "origin"),
+    [
+        ("device_spk_off.yaml", "cpu-onnxruntime", "device_spk_off.yaml:5:29"),
+        ("trt_on.yaml", "tensorrt", "trt_on.yaml:5:22"),
+    ],
+)
+def test_overlays_change_the_answer(
+    capsys: pytest.CaptureFixture[str], name: str, backend: str, origin: str
+) -> None:
+    result = run_cli(capsys, "explain", "--backend", str(DATA / name), "--platform", "cuda", "-o", "json")
+    cuda = json.loads(result.out)["platforms"]["cuda"]
+    assert cuda["speaker_backend"] == backend
+    assert any(origin in r["origin"] for r in cuda["reasons"])
+
+
+def test_env_var_changes_the_answer(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MINICPMO_TOKEN2WAV_TRT", "1")
+    result = run_cli(capsys, "explain", "--backend", "--platform", "cuda", "-o", "json")
+    assert _backends(result.out) == {"cuda": "tensorrt"}
+
+
+def test_probe_without_gpu_or_vllm(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PATH", "/nonexistent")
+    result = run_cli(capsys, "explain", "--backend", "--probe")
+    assert result.code == 0, result.err
+    assert "nvidia-smi not found" in result.out
+    data = json.loads(run_cli(capsys, "explain", "--backend", "--probe", "-o", "json").out)
+    assert data["host"]["probed"] is True and data["host"]["gpus"] == []
+
+
+def test_overview(capsys: pytest.CaptureFixture[str]) -> None:
+    result = run_cli(capsys, "explain", str(ROOT / "deploy" / "turn-bench.yaml"), "-o", "json")
+    data = json.loads(result.out)["platforms"]["cuda"]
+    assert [s["role"] for s in data["stages"]] == ["Thinker", "Talker", "Code2Wav"]
+    assert data["devices"]["0"]["gpu_memory_utilization"] == 0.88
+    assert data["devices"]["0"]["kv_cache_bytes"] == 6 * 1024**3
+    assert data["code2wav"]["micro_batch_size"] == 4 and data["code2wav"]["speaker_backend"] == "cuda-torch"
+    text = run_cli(capsys, "explain", str(ROOT / "deploy" / "turn-bench.yaml"))
+    assert "Talker" in text.out and "device 0: stages [0, 1, 2] ask for 0.88" in text.out
+
+
+def test_non_minicpm_pipeline(capsys: pytest.CaptureFixture[str]) -> None:
+    result = run_cli(
+        capsys, "explain", "--backend", str(DATA / "other_pipeline.yaml"), "--platform", "cuda", "-o", "json"
+    )
+    assert _backends(result.out) == {"cuda": "not-applicable"}

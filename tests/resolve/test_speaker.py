@@ -1,0 +1,101 @@
+"""The speaker-backend decision table, over every rule."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from omni_deploy.config.chain import resolve_file
+from omni_deploy.host import HostCaps, assumed_host
+from omni_deploy.knowledge.pipelines import identify
+from omni_deploy.resolve.speaker import CPU_ORT, CUDA_TORCH, NOT_APPLICABLE, TENSORRT, UNKNOWN, decide
+from omni_deploy.validate.context import Context, Options
+
+ROOT = Path(__file__).resolve().parents[2]
+DATA = ROOT / "tests" / "data" / "explain"
+DEFAULT = ROOT / "deploy" / "minicpmo_4_5_turn.yaml"
+
+
+def _decide(path: Path, platform: str = "cuda", env: dict[str, str] | None = None, host: HostCaps | None = None,
+            override: str | None = None):  # type: ignore[no-untyped-def]  # fmt: skip
+    resolved = resolve_file(path)
+    info = identify(resolved.config, resolved.chain)
+    ctx = Context(str(path), resolved, Options(), info)
+    return decide(platform, info, ctx.code2wav_extra(), "connectors.connector_of_shared_memory.extra", env or {},
+                  host or assumed_host("0.30.0"), override)  # fmt: skip
+
+
+def _reason(decision, setting_end: str):  # type: ignore[no-untyped-def]
+    return next(r for r in decision.reasons if r.setting.endswith(setting_end))
+
+
+def test_default_is_cuda_torch_on_cuda_with_defaults_as_origins() -> None:
+    d = _decide(DEFAULT)
+    assert (d.speaker_backend, d.weights_dtype, d.inputs_dtype, d.matmul_tf32) == (
+        CUDA_TORCH,
+        "fp32",
+        "fp32",
+        True,
+    )
+    assert "plugin" in d.provider
+    assert _reason(d, "token2wav_device_spk").origin == "default"
+    assert {f.backend for f in d.fallbacks} == {CPU_ORT, TENSORRT}
+
+
+@pytest.mark.parametrize("platform", ["rocm", "npu", "xpu", "musa"])
+def test_other_platforms_use_onnx_runtime_on_the_cpu(platform: str) -> None:
+    assert _decide(DEFAULT, platform).speaker_backend == CPU_ORT
+
+
+def test_device_spk_false_selects_the_cpu_fallback_with_its_origin() -> None:
+    d = _decide(DATA / "device_spk_off.yaml")
+    assert d.speaker_backend == CPU_ORT
+    assert _reason(d, "token2wav_device_spk").origin.endswith("device_spk_off.yaml:5:29 (overlay)")
+
+
+def test_trt_true_selects_tensorrt() -> None:
+    d = _decide(DATA / "trt_on.yaml")
+    assert d.speaker_backend == TENSORRT
+    assert _reason(d, "token2wav_trt").origin.endswith("trt_on.yaml:5:22 (overlay)")
+
+
+def test_env_trt_selects_tensorrt() -> None:
+    d = _decide(DEFAULT, env={"MINICPMO_TOKEN2WAV_TRT": "1"})
+    assert d.speaker_backend == TENSORRT
+    assert _reason(d, "MINICPMO_TOKEN2WAV_TRT").origin == "env MINICPMO_TOKEN2WAV_TRT"
+
+
+def test_tf32_off_changes_the_matmul_policy_only() -> None:
+    d = _decide(DATA / "tf32_off.yaml")
+    assert d.speaker_backend == CUDA_TORCH and d.matmul_tf32 is False
+    assert _reason(d, "token2wav_allow_tf32").origin.endswith("tf32_off.yaml:5:29 (overlay)")
+    assert "on by default" in (d.cudnn_tf32 or "")
+
+
+def test_switches_have_no_effect_off_cuda_and_say_so() -> None:
+    d = _decide(DATA / "trt_on.yaml", "rocm")
+    assert d.speaker_backend == CPU_ORT
+    assert any("no effect on rocm" in w for w in d.warnings)
+
+
+def test_override_wins_and_is_a_reason() -> None:
+    d = _decide(DEFAULT, override=CPU_ORT)
+    assert d.speaker_backend == CPU_ORT and _reason(d, "--spk-backend").value == CPU_ORT
+
+
+def test_newer_vllm_omni_provides_the_path_itself() -> None:
+    d = _decide(DEFAULT, host=assumed_host("main"))
+    assert d.speaker_backend == CUDA_TORCH and d.provider.startswith("vllm-omni")
+
+
+def test_without_the_plugin_or_torch_the_cpu_path_runs() -> None:
+    host = HostCaps(probed=True, torch=False, plugin_registered=False, vllm_omni="0.30.0")
+    d = _decide(DEFAULT, host=host)
+    assert d.speaker_backend == CPU_ORT
+    assert any("torch" in w and "plugin" in w for w in d.warnings)
+
+
+def test_other_pipeline_is_not_applicable_and_unknown_stays_unknown() -> None:
+    assert _decide(DATA / "other_pipeline.yaml").speaker_backend == NOT_APPLICABLE
+    assert _decide(DATA / "unknown_pipeline.yaml").speaker_backend == UNKNOWN
