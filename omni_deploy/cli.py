@@ -22,6 +22,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "explain": ("omni_deploy.commands.explain", "explain"),
     "render": ("omni_deploy.commands.render", "render"),
     "schema": ("omni_deploy.commands.schema", "schema"),
+    "serve": ("omni_deploy.commands.serve", "serve"),
     "validate": ("omni_deploy.commands.validate", "validate"),
     "spk": ("omni_deploy.commands.spk", "spk"),
 }

@@ -117,7 +117,17 @@ def test_render_does_not_touch_the_input(tmp_path: Path, capsys: pytest.CaptureF
     assert sorted(tmp_path.iterdir()) == sorted(before)
 
 
-@pytest.mark.parametrize("args", [["--help"], ["render", "--help"], ["render", "deploy/turn-bench.yaml"]])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--help"],
+        ["render", "--help"],
+        ["render", "deploy/turn-bench.yaml"],
+        ["validate", "deploy/turn-bench.yaml"],
+        ["explain", "--backend", "--probe"],
+        ["serve", "--help"],
+    ],
+)
 def test_light_commands_import_no_heavy_module(args: list[str]) -> None:
     probe = (
         "import sys\n"

@@ -1,0 +1,74 @@
+"""Host checks before a launch: each refusal is a message, nothing is started."""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from omni_deploy.bundled import installed_version
+from omni_deploy.host import query_gpus
+from omni_deploy.knowledge.versions import major_minor
+from omni_deploy.resolve.speaker import CUDA_TORCH
+
+
+@dataclass(frozen=True)
+class Refusal:
+    check: str
+    message: str
+    hint: str | None = None
+
+
+@dataclass
+class Preflight:
+    refusals: list[Refusal]
+    notes: list[str]
+    versions: dict[str, str | None]
+
+
+def run_preflight(model: str, platform: str, backend: str) -> Preflight:
+    refusals: list[Refusal] = []
+    notes: list[str] = []
+    versions = {"vllm": installed_version("vllm"), "vllm-omni": installed_version("vllm-omni")}
+    if shutil.which("vllm") is None:
+        refusals.append(Refusal("vllm", "no `vllm` executable on PATH", "pip install 'omni-deploy[serve]'"))
+    if versions["vllm-omni"] is None:
+        refusals.append(
+            Refusal(
+                "vllm-omni",
+                "vllm-omni is not installed in this environment",
+                "pip install 'omni-deploy[serve]'",
+            )
+        )
+    elif versions["vllm"] is not None and major_minor(versions["vllm"]) != major_minor(versions["vllm-omni"]):
+        refusals.append(
+            Refusal(
+                "versions",
+                f"vllm {versions['vllm']} and vllm-omni {versions['vllm-omni']} differ in "
+                "major.minor; a vllm-omni release expects the vllm release of the same major.minor",
+            )
+        )
+    if platform == "cuda":
+        gpus, how = query_gpus()
+        if not gpus:
+            refusals.append(Refusal("gpu", f"no CUDA GPU visible ({how})", "check the driver, or --platform"))
+        else:
+            notes.append(f"GPUs: {', '.join(gpus)}")
+    local = Path(model).expanduser()
+    if local.exists():
+        onnx = local / "assets" / "token2wav" / "campplus.onnx"
+        if backend == CUDA_TORCH and not onnx.is_file():
+            refusals.append(
+                Refusal(
+                    "model",
+                    f"{local} has no {onnx.relative_to(local)}: the CUDA CAM++ path loads it",
+                    "is this a MiniCPM-o 4.5 checkout? or use --spk-backend cpu-onnxruntime",
+                )
+            )
+    elif model.startswith(("/", ".", "~")):
+        refusals.append(Refusal("model", f"model path {model} does not exist"))
+    else:
+        notes.append(
+            f"model {model} is a hub id: its assets are checked by the server when it downloads them"
+        )
+    return Preflight(refusals, notes, versions)

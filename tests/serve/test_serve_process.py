@@ -1,0 +1,188 @@
+"""`omni-deploy serve` as a real process, supervising a stand-in `vllm` (an HTTP server on loopback)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.serve.conftest import ROOT, fake_dist_info, free_port, gone
+
+BENCH = str(ROOT / "deploy" / "turn-bench.yaml")
+
+
+def _base(port: int, run_dir: Path, *extra: str) -> list[str]:
+    return [
+        BENCH,
+        "--platform",
+        "cuda",
+        "--port",
+        str(port),
+        "--run-dir",
+        str(run_dir),
+        "--stop-grace",
+        "2",
+        *extra,
+    ]
+
+
+def test_ready_after_503s_then_sigterm_forwarded_and_exit_code_propagated(
+    start_serve, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    port = free_port()
+    served = start_serve(*_base(port, tmp_path / "run", "--served-model-name", "crossref-test"),
+                         env={"STANDIN_VLLM_READY_AFTER": "1.5", "STANDIN_VLLM_EXIT_ON_TERM": "7"})  # fmt: skip
+    served.wait_for("omni-deploy: ready after")
+    ready_line = next(line for line in served.output().splitlines() if "ready after" in line)
+    assert f"http://127.0.0.1:{port}" in ready_line and "serving: crossref-test" in ready_line
+    assert float(ready_line.split("ready after ")[1].split(" s")[0]) >= 1.4  # it did wait through the 503s
+    record = served.record()
+    assert record["argv"][1:6] == [
+        "serve",
+        "openbmb/MiniCPM-o-4_5",
+        "--omni",
+        "--deploy-config",
+        str(tmp_path / "run" / "deploy.yaml"),
+    ]
+    assert record["env"]["VLLM_WORKER_MULTIPROC_METHOD"] == "spawn"
+    assert record["env"]["OMNI_DEPLOY_SPK_BACKEND"] == "cuda-torch"
+    assert record["env"]["OMNI_DEPLOY_SPK_TF32"] == "1"
+    assert record["pgid"] == record["pid"] != served.proc.pid  # its own session and process group
+    served.proc.send_signal(signal.SIGTERM)
+    assert served.proc.wait(timeout=15) == 7
+    assert served.record()["signals"] == ["SIGTERM"]
+    assert gone(record["pid"]) and gone(record["grandchild"])
+    assert (tmp_path / "run" / "server.log").read_text().count("stand-in vllm: listening") == 1
+    launch = json.loads((tmp_path / "run" / "launch.json").read_text())
+    assert launch["speaker"]["speaker_backend"] == "cuda-torch" and launch["platform"] == "cuda"
+
+
+def test_sigint_forwarded_and_death_by_signal_is_128_plus_n(start_serve, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    served = start_serve(*_base(free_port(), tmp_path / "run"), env={"STANDIN_VLLM_READY_AFTER": "0.2"})
+    served.wait_for("omni-deploy: ready after")
+    pid = served.record()["pid"]
+    served.proc.send_signal(signal.SIGINT)
+    assert served.proc.wait(timeout=15) == 128 + signal.SIGINT
+    assert served.record()["signals"] == ["SIGINT"]
+    assert gone(pid)
+
+
+def test_crash_before_ready_exits_at_once_with_its_code_and_log_tail(start_serve, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    started = time.monotonic()
+    served = start_serve(
+        *_base(free_port(), tmp_path / "run", "--ready-timeout", "60"), env={"STANDIN_VLLM_MODE": "crash"}
+    )
+    assert served.proc.wait(timeout=30) == 3
+    assert time.monotonic() - started < 20
+    served.wait_for("RuntimeError: stand-in crash")
+    assert "exited with code 3 before it was ready" in served.output()
+    assert "  | RuntimeError: stand-in crash during start-up" in served.output()
+
+
+def test_ready_timeout_stops_the_whole_tree(start_serve, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    served = start_serve(*_base(free_port(), tmp_path / "run", "--ready-timeout", "1.5"),
+                         env={"STANDIN_VLLM_MODE": "never-ready"})  # fmt: skip
+    assert served.proc.wait(timeout=30) == 124
+    record = served.record()
+    assert "not ready after 1.5 s" in served.output()
+    assert gone(record["pid"]) and gone(record["grandchild"])
+    with pytest.raises(ProcessLookupError):
+        os.killpg(record["pgid"], 0)
+
+
+def test_a_server_that_ignores_term_is_killed(start_serve, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    served = start_serve(*_base(free_port(), tmp_path / "run", "--ready-timeout", "1"),
+                         env={"STANDIN_VLLM_MODE": "ignore-term"})  # fmt: skip
+    served.record_path.exists()
+    assert served.proc.wait(timeout=30) == 124
+    assert "did not stop within 2 s; killing it" in served.output()
+    assert gone(served.record()["pid"])
+
+
+def test_no_wait_replaces_the_process(serve_env: dict[str, str], tmp_path: Path) -> None:
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "omni_deploy", "serve", *_base(port, tmp_path / "run", "--no-wait")],
+        env=serve_env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    try:
+        record_path = Path(serve_env["STANDIN_VLLM_RECORD"])
+        deadline = time.monotonic() + 20
+        while not record_path.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        record = json.loads(record_path.read_text())
+        assert record["pid"] == proc.pid  # exec: same process, now the server
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=15)
+    assert gone(record["grandchild"]) or os.kill(record["grandchild"], signal.SIGKILL) is None
+
+
+def _run(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "omni_deploy", "serve", *args], env=env, cwd=ROOT,
+                          capture_output=True, text=True, timeout=60)  # fmt: skip
+
+
+def test_preflight_refuses_validation_errors(serve_env: dict[str, str], tmp_path: Path) -> None:
+    bad = ROOT / "tests" / "data" / "validate" / "negative" / "memory_over.yaml"
+    done = _run(serve_env, str(bad), "--platform", "cuda", "--run-dir", str(tmp_path / "run"))
+    assert done.returncode == 1
+    assert "error[E350]" in done.stderr and "validation failed; nothing started" in done.stderr
+    assert not Path(serve_env["STANDIN_VLLM_RECORD"]).exists()
+
+
+def test_preflight_refuses_a_version_mismatch(serve_env: dict[str, str], tmp_path: Path) -> None:
+    site = fake_dist_info(tmp_path / "mismatch", {"vllm": "0.31.0", "vllm-omni": "0.30.0"})
+    env = {**serve_env, "PYTHONPATH": os.pathsep.join([str(ROOT), str(site)])}
+    done = _run(env, BENCH, "--platform", "cuda", "--run-dir", str(tmp_path / "run"))
+    assert done.returncode == 1
+    assert "vllm 0.31.0 and vllm-omni 0.30.0 differ in major.minor" in done.stderr
+    assert not Path(serve_env["STANDIN_VLLM_RECORD"]).exists()
+
+
+def test_preflight_refuses_a_model_without_campplus(serve_env: dict[str, str], tmp_path: Path) -> None:
+    model = tmp_path / "MiniCPM-o-4_5"
+    model.mkdir()
+    done = _run(
+        serve_env, BENCH, "--platform", "cuda", "--model", str(model), "--run-dir", str(tmp_path / "run")
+    )
+    assert done.returncode == 1 and "assets/token2wav/campplus.onnx" in done.stderr
+    # The CPU path does not need this check.
+    done = _run(serve_env, BENCH, "--platform", "cuda", "--model", str(model), "--spk-backend", "cpu-onnxruntime",
+                "--run-dir", str(tmp_path / "run2"), "--dry-run")  # fmt: skip
+    assert done.returncode == 0 and "campplus" not in done.stdout
+
+
+def test_headless_needs_a_master_address(serve_env: dict[str, str], tmp_path: Path) -> None:
+    done = _run(
+        serve_env,
+        BENCH,
+        "--dry-run",
+        "--run-dir",
+        str(tmp_path / "run"),
+        "--",
+        "--headless",
+        "--stage-id",
+        "1",
+    )
+    assert done.returncode == 1 and "--omni-master-address" in done.stderr
+    done = _run(serve_env, BENCH, "--dry-run", "--run-dir", str(tmp_path / "run2"), "--", "--headless",
+                "--stage-id", "5", "--omni-master-address", "10.0.0.1")  # fmt: skip
+    assert done.returncode == 1 and "--stage-id 5" in done.stderr
+
+
+def test_run_dir_is_never_reused(serve_env: dict[str, str], tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "notes.txt").write_text("mine")
+    done = _run(serve_env, BENCH, "--dry-run", "--run-dir", str(run))
+    assert done.returncode == 1 and "never overwritten" in done.stderr
+    assert (run / "notes.txt").read_text() == "mine" and sorted(p.name for p in run.iterdir()) == [
+        "notes.txt"
+    ]
