@@ -19,6 +19,7 @@ from omni_deploy.errors import OmniDeployError
 
 # command name -> (module, attribute); each module stays import-light at top level.
 COMMANDS: dict[str, tuple[str, str]] = {
+    "bench": ("omni_deploy.commands.bench", "bench"),
     "explain": ("omni_deploy.commands.explain", "explain"),
     "render": ("omni_deploy.commands.render", "render"),
     "schema": ("omni_deploy.commands.schema", "schema"),

@@ -1,0 +1,95 @@
+"""A/B: for each source a fresh server through `omni-deploy serve`, a sweep, a stop; twice, the
+second start of each in the reverse concurrency order; then the report with A as baseline."""
+
+from __future__ import annotations
+
+import dataclasses
+import shlex
+import signal
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from omni_deploy.bench.protocol import Step, SweepOptions, plan_sweep
+
+SERVE_OPTIONS = {
+    "spk-backend",
+    "platform",
+    "served-model-name",
+    "ready-timeout",
+    "env",
+    "model",
+    "target-version",
+}
+
+
+@dataclass
+class Start:
+    source: str  # a | b
+    order: str
+    serve_argv: list[str]
+    steps: list[Step]
+    result_dir: Path
+
+
+def parse_overrides(pairs: tuple[str, ...]) -> list[str]:
+    """`spk-backend=cuda-torch` -> ['--spk-backend', 'cuda-torch'] (serve options only)."""
+    argv: list[str] = []
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or key not in SERVE_OPTIONS:
+            raise ValueError(
+                f"{pair!r}: expected KEY=VALUE with KEY one of {', '.join(sorted(SERVE_OPTIONS))}"
+            )
+        argv += [f"--{key}", value]
+    return argv
+
+
+def plan_ab(
+    file: str, model: str, port: int, a: list[str], b: list[str], sweep: SweepOptions, run_root: Path
+) -> list[Start]:
+    starts = []
+    for repeat, order in enumerate(("forward", "reverse"), start=1):
+        for source, overrides in (("a", a), ("b", b)):
+            result_dir = sweep.result_dir / source / f"start{repeat}-{order}"
+            options = dataclasses.replace(
+                sweep, order=order, result_dir=result_dir, source="baseline" if source == "a" else "candidate"
+            )
+            serve_argv = [
+                sys.executable,
+                "-m",
+                "omni_deploy",
+                "serve",
+                file,
+                "--model",
+                model,
+                "--port",
+                str(port),
+                "--run-dir",
+                str(run_root / f"{source}-start{repeat}"),
+                *overrides,
+            ]
+            starts.append(Start(source, order, serve_argv, plan_sweep(options), result_dir))
+    return starts
+
+
+def describe(starts: list[Start]) -> str:
+    lines = []
+    for i, start in enumerate(starts, start=1):
+        lines.append(f"start {i}: source {start.source.upper()} ({start.order} order)")
+        lines.append(f"  server: {shlex.join(start.serve_argv)}")
+        for step in start.steps:
+            lines.append(f"  {step.description:<16} {shlex.join(step.argv)}")
+        lines.append("  then: SIGTERM to the server, wait for it to stop")
+    return "\n".join(lines)
+
+
+def stop(proc: subprocess.Popen[bytes], grace: float = 60) -> None:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()

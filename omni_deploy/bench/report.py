@@ -1,0 +1,135 @@
+"""Aggregate measured rounds per source and concurrency, compare sources, and format the table."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from omni_deploy.bench.results import METRICS, Round
+
+
+@dataclass
+class Row:
+    source: str
+    concurrency: int
+    rounds: int
+    failed: int
+    metrics: dict[str, dict[str, float] | None]
+    flagged: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "source": self.source,
+            "concurrency": self.concurrency,
+            "rounds": self.rounds,
+            "failed": self.failed,
+            **self.metrics,
+            "flagged": self.flagged,
+        }
+
+
+def _stats(values: list[float]) -> dict[str, float] | None:
+    if not values:
+        return None
+    return {"mean": sum(values) / len(values), "min": min(values), "max": max(values)}
+
+
+def aggregate(rounds: list[Round], source: str) -> list[Row]:
+    """Rows per concurrency from the measured rounds; flagged rounds are listed, not averaged."""
+    by_c: dict[int, list[Round]] = {}
+    for r in rounds:
+        if r.measured and r.concurrency is not None:
+            by_c.setdefault(r.concurrency, []).append(r)
+    rows = []
+    for c in sorted(by_c):
+        group = by_c[c]
+        clean = [r for r in group if not r.problems]
+        flagged = [f"{r.path.name}: {'; '.join(r.problems)}" for r in group if r.problems]
+        metrics = {m: _stats([r.metrics[m] for r in clean if r.metrics[m] is not None]) for m in METRICS}  # type: ignore[misc]
+        rows.append(Row(source, c, len(clean), sum(r.failed for r in group), metrics, flagged))
+    return rows
+
+
+def changes(candidate: list[Row], baseline: list[Row]) -> list[dict[str, Any]]:
+    base = {r.concurrency: r for r in baseline}
+    out = []
+    for row in candidate:
+        other = base.get(row.concurrency)
+        if other is None:
+            continue
+        entry: dict[str, Any] = {"concurrency": row.concurrency}
+        for m in METRICS:
+            a, b = row.metrics[m], other.metrics[m]
+            entry[m] = (
+                None
+                if a is None or b is None or b["mean"] == 0
+                else 100.0 * (a["mean"] - b["mean"]) / b["mean"]
+            )
+        out.append(entry)
+    return out
+
+
+def _fmt(stats: dict[str, float] | None, digits: int) -> str:
+    if stats is None:
+        return "n/a"
+    return f"{stats['mean']:.{digits}f} ({stats['min']:.{digits}f}-{stats['max']:.{digits}f})"
+
+
+_COLUMNS = [
+    ("audio_throughput", "Audio-s/s", 3),
+    ("ttfa_p50_ms", "TTFA p50 ms", 1),
+    ("ttfa_p95_ms", "TTFA p95 ms", 1),
+    ("rtf_mean", "Mean RTF", 4),
+    ("request_throughput", "Req/s", 3),
+    ("output_audio_s", "Audio s", 1),
+]
+
+
+def _ordered(rows: list[Row]) -> list[Row]:
+    return sorted(rows, key=lambda r: (r.concurrency, r.source != "baseline"))
+
+
+def as_markdown(rows: list[Row], diffs: list[dict[str, Any]]) -> str:
+    header = "| C | Source | " + " | ".join(title for _, title, _ in _COLUMNS) + " | Rounds | Failed |"
+    lines = [header, "|" + " --- |" * (len(_COLUMNS) + 4)]
+    for r in _ordered(rows):
+        cells = " | ".join(_fmt(r.metrics[m], d) for m, _, d in _COLUMNS)
+        lines.append(f"| {r.concurrency} | {r.source} | {cells} | {r.rounds} | {r.failed} |")
+    lines += _diff_lines(diffs, markdown=True)
+    lines += [f"\nflagged (not averaged): {f}" for r in rows for f in r.flagged]
+    return "\n".join(lines)
+
+
+def as_text(rows: list[Row], diffs: list[dict[str, Any]]) -> str:
+    widths = [4, 10] + [24] * len(_COLUMNS) + [6, 6]
+    titles = ["C", "Source", *(t for _, t, _ in _COLUMNS), "Rounds", "Failed"]
+    lines = ["  ".join(t.ljust(w) for t, w in zip(titles, widths, strict=True))]
+    for r in _ordered(rows):
+        cells = [
+            str(r.concurrency),
+            r.source,
+            *(_fmt(r.metrics[m], d) for m, _, d in _COLUMNS),
+            str(r.rounds),
+            str(r.failed),
+        ]
+        lines.append("  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)))
+    lines += _diff_lines(diffs, markdown=False)
+    for r in rows:
+        for f in r.flagged:
+            lines.append(f"flagged, not averaged: {r.source} C={r.concurrency} {f}")
+    return "\n".join(lines)
+
+
+def _diff_lines(diffs: list[dict[str, Any]], markdown: bool) -> list[str]:
+    if not diffs:
+        return []
+    lines = ["", "Change of candidate vs baseline (mean, %):"]
+    for d in diffs:
+        parts = [f"{title} {d[m]:+.1f}%" if d[m] is not None else f"{title} n/a" for m, title, _ in _COLUMNS]
+        lines.append(("- " if markdown else "  ") + f"C={d['concurrency']}: " + ", ".join(parts))
+    return lines
+
+
+def as_json(rows: list[Row], diffs: list[dict[str, Any]]) -> str:
+    return json.dumps({"rows": [r.as_dict() for r in _ordered(rows)], "changes": diffs}, indent=2)

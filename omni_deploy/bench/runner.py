@@ -1,0 +1,77 @@
+"""Execute a sweep: wait for the server, run each round, keep finished rounds on Ctrl-C."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from omni_deploy.bench.protocol import BENCH_ENV, Step
+from omni_deploy.serve.supervise import exit_code, probe_url
+
+
+@dataclass
+class SweepResult:
+    finished: list[Step] = field(default_factory=list)
+    failed: Step | None = None
+    code: int = 0
+    interrupted: bool = False
+
+
+def wait_ready(
+    base_url: str, timeout: float, alive: Callable[[], bool] | None = None, interval: float = 0.5
+) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if alive is not None and not alive():
+            return False
+        status, _ = probe_url(f"{base_url}/health")
+        if status == 200:
+            return True
+        time.sleep(interval)
+    return False
+
+
+def run_sweep(steps: list[Step], result_dir: Path, say: Callable[[str], None] = print) -> SweepResult:
+    result = SweepResult()
+    env = {**os.environ, **BENCH_ENV}
+    for index, step in enumerate(steps, start=1):
+        (result_dir / f"c{step.concurrency}").mkdir(parents=True, exist_ok=True)
+        target = result_dir / f"c{step.concurrency}" / f"{step.label}.json"
+        if target.exists():
+            say(f"[{index}/{len(steps)}] {step.description}: {target} exists, kept (not re-run)")
+            result.finished.append(step)
+            continue
+        say(f"[{index}/{len(steps)}] {step.description} ({step.role})")
+        proc = subprocess.Popen(list(step.argv), env=env, start_new_session=True)
+        try:
+            code = proc.wait()
+        except KeyboardInterrupt:
+            try:
+                os.killpg(proc.pid, signal.SIGINT)
+                proc.wait(timeout=30)
+            except (ProcessLookupError, subprocess.TimeoutExpired):
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+            result.interrupted = True
+            result.code = 130
+            say(
+                f"interrupted during {step.description}; {len(result.finished)} finished round(s) kept in {result_dir}"
+            )
+            return result
+        if code != 0:
+            result.failed = step
+            result.code = exit_code(code)
+            say(f"{step.description}: vllm bench serve exited with {result.code}; stopping the sweep")
+            return result
+        result.finished.append(step)
+    return result
+
+
+def stderr_say(message: str) -> None:
+    print(f"omni-deploy: {message}", file=sys.stderr, flush=True)

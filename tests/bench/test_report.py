@@ -1,0 +1,93 @@
+"""`bench report` on result files with vllm-omni 0.30.0's field names, against hand computations."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.support.cli import run_cli
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "bench"
+
+
+def _rows(out: str) -> dict[tuple[str, int], dict]:  # type: ignore[type-arg]
+    return {(r["source"], r["concurrency"]): r for r in json.loads(out)["rows"]}
+
+
+def test_measured_rounds_with_ranges_by_recorded_concurrency(capsys: pytest.CaptureFixture[str]) -> None:
+    result = run_cli(capsys, "bench", "report", str(DATA / "candidate"), "-o", "json")
+    assert result.code == 0, result.err
+    rows = _rows(result.out)
+    c4 = rows[("candidate", 4)]
+    assert c4["rounds"] == 2 and c4["failed"] == 0  # the discarded round is not counted
+    # audio throughput per round: 180/10 = 18.0 and 180/12 = 15.0
+    assert c4["audio_throughput"] == pytest.approx({"mean": 16.5, "min": 15.0, "max": 18.0})
+    assert c4["ttfa_p50_ms"] == pytest.approx({"mean": 575.0, "min": 570.0, "max": 580.0})
+    assert c4["ttfa_p95_ms"] == pytest.approx({"mean": 710.0, "min": 700.0, "max": 720.0})
+    assert c4["rtf_mean"] == pytest.approx({"mean": 0.23, "min": 0.22, "max": 0.24})
+    assert c4["request_throughput"] == pytest.approx({"mean": 5.7, "min": 5.0, "max": 6.4})
+    assert c4["output_audio_s"] == pytest.approx({"mean": 180.0, "min": 180.0, "max": 180.0})
+    # A renamed file is grouped by the max_concurrency inside it.
+    assert rows[("candidate", 8)]["audio_throughput"]["mean"] == pytest.approx(25.0)
+
+
+def test_baseline_and_changes(capsys: pytest.CaptureFixture[str]) -> None:
+    result = run_cli(
+        capsys, "bench", "report", str(DATA / "candidate"), "--baseline", str(DATA / "baseline"), "-o", "json"
+    )
+    data = json.loads(result.out)
+    base = _rows(result.out)[("baseline", 4)]
+    assert base["rounds"] == 1  # warmup.json is skipped by its name
+    assert base["audio_throughput"]["mean"] == pytest.approx(16.0)
+    change = next(c for c in data["changes"] if c["concurrency"] == 4)
+    assert change["audio_throughput"] == pytest.approx(100 * (16.5 - 16.0) / 16.0)
+    assert change["ttfa_p50_ms"] == pytest.approx(100 * (575.0 - 716.0) / 716.0)
+    assert all(c["concurrency"] != 8 for c in data["changes"])  # no baseline at C=8
+
+
+def test_failed_and_incomplete_rounds_are_flagged_not_averaged(capsys: pytest.CaptureFixture[str]) -> None:
+    result = run_cli(capsys, "bench", "report", str(DATA / "flagged"), "-o", "json")
+    assert result.code == 1
+    row = _rows(result.out)[("candidate", 16)]
+    assert row["rounds"] == 1 and row["failed"] == 2
+    assert row["ttfa_p95_ms"]["mean"] == pytest.approx(1600.0)  # only the clean round
+    assert any("b.json: 2 failed request(s)" in f for f in row["flagged"])
+    assert any("c.json: missing ttfa_p95_ms" in f for f in row["flagged"])
+    text = run_cli(capsys, "bench", "report", str(DATA / "flagged"))
+    assert "flagged, not averaged" in text.out
+
+
+def test_text_and_markdown(capsys: pytest.CaptureFixture[str]) -> None:
+    text = run_cli(capsys, "bench", "report", str(DATA / "candidate"), "--baseline", str(DATA / "baseline"))
+    assert "16.500 (15.000-18.000)" in text.out and "Change of candidate vs baseline" in text.out
+    md = run_cli(capsys, "bench", "report", str(DATA / "candidate"), "-o", "markdown")
+    assert md.out.startswith("| C | Source | Audio-s/s |")
+
+
+def test_plot(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    out = tmp_path / "sweep.png"
+    result = run_cli(
+        capsys,
+        "bench",
+        "report",
+        str(DATA / "candidate"),
+        "--baseline",
+        str(DATA / "baseline"),
+        "--plot",
+        str(out),
+    )
+    assert result.code == 0 and out.stat().st_size > 10_000
+    again = run_cli(capsys, "bench", "report", str(DATA / "candidate"), "--plot", str(out))
+    assert again.code == 1 and "not overwritten" in again.err
+
+
+def test_bad_inputs(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    (tmp_path / "x.json").write_text("{not json")
+    result = run_cli(capsys, "bench", "report", str(tmp_path))
+    assert result.code == 1 and "not a readable result file" in result.err
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert run_cli(capsys, "bench", "report", str(empty)).code == 1

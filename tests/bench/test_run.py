@@ -1,0 +1,109 @@
+"""`bench run` and `bench ab` end to end against the stand-in server and stand-in `vllm bench`."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.serve.conftest import ROOT, STANDIN_BIN, fake_dist_info, free_port
+
+
+def _env(tmp_path: Path) -> dict[str, str]:
+    site = fake_dist_info(tmp_path / "site", {"vllm": "0.30.0", "vllm-omni": "0.30.0"})
+    env = dict(os.environ)
+    env.update(
+        PATH=f"{STANDIN_BIN}{os.pathsep}{env['PATH']}", PYTHONPATH=os.pathsep.join([str(ROOT), str(site)]),
+        XDG_CACHE_HOME=str(tmp_path / "cache"), STANDIN_VLLM_RECORD=str(tmp_path / "server.json"),
+        STANDIN_VLLM_BENCH_LOG=str(tmp_path / "bench.log"), STANDIN_VLLM_READY_AFTER="0.3",
+    )  # fmt: skip
+    return env
+
+
+def _cli(env: dict[str, str], *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "omni_deploy", *args], env=env, cwd=ROOT, capture_output=True,
+                          text=True, timeout=timeout)  # fmt: skip
+
+
+def test_dry_run_prints_the_whole_sweep(tmp_path: Path) -> None:
+    (tmp_path / "inputs").mkdir()
+    done = _cli(_env(tmp_path), "bench", "run", "--base-url", "http://127.0.0.1:9", "--model", "crossref-test",
+                "--dataset-path", str(tmp_path / "inputs"), "--warmup", "32", "--concurrency", "1,4,8,16,32",
+                "--dry-run")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    commands = [shlex.split(line) for line in done.stdout.splitlines()]
+    assert len(commands) == 1 + 5 * 3  # warm-up, then per C one discarded and two measured rounds
+    first = commands[0]
+    assert first[:6] == ["vllm", "bench", "serve", "--omni", "--backend", "openai-chat-omni"]
+    for flag, value in (("--dataset-name", "seed-tts"), ("--percentile-metrics", "audio_ttfp,audio_rtf,audio_duration,e2el"),
+                        ("--metric-percentiles", "50,95"), ("--request-rate", "inf"), ("--max-concurrency", "16"),
+                        ("--num-prompts", "32"), ("--result-filename", "warmup.json")):  # fmt: skip
+        assert first[first.index(flag) + 1] == value
+    assert "--save-detailed" in first and "--disable-shuffle" in first
+    body = json.loads(first[first.index("--extra-body") + 1])
+    assert len(body["sampling_params_list"]) == 3
+    names = [
+        (c[c.index("--max-concurrency") + 1], c[c.index("--result-filename") + 1]) for c in commands[1:4]
+    ]
+    assert names == [("1", "discard1.json"), ("1", "r1.json"), ("1", "r2.json")]
+
+
+def test_run_then_report_against_stand_ins(tmp_path: Path) -> None:
+    env = _env(tmp_path)
+    port = free_port()
+    server = subprocess.Popen(
+        [sys.executable, "-m", "omni_deploy", "serve", str(ROOT / "deploy" / "turn-bench.yaml"), "--platform", "cuda",
+         "--port", str(port), "--run-dir", str(tmp_path / "run"), "--served-model-name", "crossref-test"],
+        env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        (tmp_path / "inputs").mkdir()
+        done = _cli(env, "bench", "run", "--base-url", f"http://127.0.0.1:{port}", "--model", "crossref-test",
+                    "--dataset-path", str(tmp_path / "inputs"), "--concurrency", "1,4", "--prompts", "8",
+                    "--result-dir", str(tmp_path / "results"), "--ready-timeout", "60")  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        assert "[6/6] C=4 r2 (measured)" in done.stderr
+        log = [json.loads(line) for line in (tmp_path / "bench.log").read_text().splitlines()]
+        assert len(log) == 6 and log[0]["env"]["SEED_TTS_WER_EVAL"] == "0"
+        report = _cli(env, "bench", "report", str(tmp_path / "results"), "-o", "json")
+        rows = json.loads(report.stdout)["rows"]
+        assert [(r["concurrency"], r["rounds"]) for r in rows] == [(1, 2), (4, 2)]
+        assert rows[1]["audio_throughput"]["mean"] == 28.8 / (8 * 3.6 / 2)  # stand-in: audio / duration
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+def test_ab_dry_run_prints_the_plan(tmp_path: Path) -> None:
+    (tmp_path / "inputs").mkdir()
+    done = _cli(_env(tmp_path), "bench", "ab", str(ROOT / "deploy" / "turn-bench.yaml"), "--model", "crossref-test",
+                "--a", "spk-backend=cpu-onnxruntime", "--b", "spk-backend=cuda-torch", "--dataset-path",
+                str(tmp_path / "inputs"), "--concurrency", "1,32", "--dry-run")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    starts = [line for line in done.stdout.splitlines() if line.startswith("start ")]
+    assert starts == ["start 1: source A (forward order)", "start 2: source B (forward order)",
+                      "start 3: source A (reverse order)", "start 4: source B (reverse order)"]  # fmt: skip
+    assert (
+        done.stdout.count("--spk-backend cpu-onnxruntime") == 2
+        and done.stdout.count("--spk-backend cuda-torch") == 2
+    )
+    third = done.stdout.split("start 3:")[1]
+    assert third.index("--max-concurrency 32") < third.index("--max-concurrency 1 ")
+
+
+def test_ab_end_to_end(tmp_path: Path) -> None:
+    env = _env(tmp_path)
+    (tmp_path / "inputs").mkdir()
+    done = _cli(env, "bench", "ab", str(ROOT / "deploy" / "turn-bench.yaml"), "--model", "crossref-test",
+                "--a", "spk-backend=cpu-onnxruntime", "--b", "spk-backend=cuda-torch",
+                "--dataset-path", str(tmp_path / "inputs"), "--concurrency", "2", "--prompts", "4", "--rounds", "1",
+                "--discard", "0", "--port", str(free_port()), "--result-dir", str(tmp_path / "ab"),
+                "--model-path", "openbmb/MiniCPM-o-4_5", timeout=300)  # fmt: skip
+    assert done.returncode == 0, done.stderr + done.stdout
+    assert "Change of candidate vs baseline" in done.stdout
+    records = sorted((tmp_path / "ab" / "runs").glob("*/launch.json"))
+    backends = [json.loads(p.read_text())["speaker"]["speaker_backend"] for p in records]
+    assert len(records) == 4 and backends.count("cpu-onnxruntime") == 2
