@@ -32,8 +32,11 @@ class Resolved:
 def locate_top_file(name: str) -> Path:
     """The file a user named: as given, else (a bare name) the project's or vllm-omni's bundle."""
     path = Path(name).expanduser()
-    if path.exists():
-        return path
+    try:
+        if path.exists():
+            return path
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"unusable file name {name!r}: {exc}", Location(name), code="E107") from None
     if os.sep not in name and "/" not in name:
         candidates = bundled_candidates(name)
         if candidates:
@@ -54,7 +57,7 @@ def _base_path(doc: Map, path: Path) -> tuple[Path, Scalar] | None:
     node = entry.node
     if isinstance(node, Scalar) and node.value is None:
         return None
-    if not isinstance(node, Scalar) or not isinstance(node.value, str) or not node.value:
+    if not isinstance(node, Scalar) or not isinstance(node.value, str) or not node.value or "\0" in node.value:
         raise ConfigError("base_config must be a file path string", node.origin.location, code="E112")
     return path.parent / node.value, node
 
