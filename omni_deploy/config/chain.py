@@ -57,7 +57,12 @@ def _base_path(doc: Map, path: Path) -> tuple[Path, Scalar] | None:
     node = entry.node
     if isinstance(node, Scalar) and node.value is None:
         return None
-    if not isinstance(node, Scalar) or not isinstance(node.value, str) or not node.value or "\0" in node.value:
+    if (
+        not isinstance(node, Scalar)
+        or not isinstance(node.value, str)
+        or not node.value
+        or "\0" in node.value
+    ):
         raise ConfigError("base_config must be a file path string", node.origin.location, code="E112")
     return path.parent / node.value, node
 

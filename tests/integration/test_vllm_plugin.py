@@ -23,13 +23,13 @@ import pytest
 pytest.importorskip("vllm_omni")
 pytest.importorskip("vllm")
 
-import onnxruntime  # noqa: E402
-import torch  # noqa: E402
-from vllm_omni.model_executor.models.minicpmo_4_5 import minicpmo_4_5_code2wav as c2w  # noqa: E402
-from vllm_omni.model_executor.models.step_audio2 import step_audio2_token2wav as step  # noqa: E402
+import onnxruntime
+import torch
+from vllm_omni.model_executor.models.minicpmo_4_5 import minicpmo_4_5_code2wav as c2w
+from vllm_omni.model_executor.models.step_audio2 import step_audio2_token2wav as step
 
-from omni_deploy.integrations import vllm_plugin  # noqa: E402
-from omni_deploy.speaker.encoder import SpeakerEncoder  # noqa: E402
+from omni_deploy.integrations import vllm_plugin
+from omni_deploy.speaker.encoder import SpeakerEncoder
 
 pytestmark = pytest.mark.vllm
 
