@@ -8,14 +8,16 @@ Eager CAM++ is launch-bound: about a thousand small kernels for 1.6 GMAC. Each d
    (the segment sums come from one torch reduction just before);
 3. `local_conv_gate`: the dilated k3 conv to 32 channels as three shifted GEMMs, multiplied by
    the gate of each frame's segment, stored straight into the block's channel buffer.
-The transit layers reuse `bottleneck`. From LARGE_BATCH references on, the bottleneck GEMM runs
-through cuBLAS instead (measured faster there; see docs/benchmarks.md). Matmul precision follows torch's matmul TF32 flag.
+The transit layers reuse `bottleneck`. Tile sizes differ below and from LARGE_BATCH references. Matmul precision follows torch's matmul TF32 flag.
 
 Only imported where triton is installed (CUDA machines); the torch path in fused_model.py is the
 reference these kernels are tested against (on CPU through TRITON_INTERPRET=1).
 """
 
 from __future__ import annotations
+
+import json
+import os
 
 import torch
 import triton
@@ -26,13 +28,30 @@ SEG = 100
 # Tile sizes. Small tiles for small batches: one reference gives a 300-frame, 128-channel GEMM,
 # and big tiles would leave most of the GPU's multiprocessors idle.
 CONFIG: dict[str, dict[str, int]] = {
-    "bottleneck_small": {"BLOCK_M": 16, "BLOCK_T": 16, "BLOCK_K": 32, "num_warps": 1},
-    "bottleneck_large": {"BLOCK_M": 64, "BLOCK_T": 64, "BLOCK_K": 32, "num_warps": 4},
-    "local_small": {"BLOCK_T": 16, "BLOCK_K": 32, "num_warps": 4},
-    "local_large": {"BLOCK_T": 16, "BLOCK_K": 32, "num_warps": 2},
+    "bottleneck_small": {"BLOCK_M": 16, "BLOCK_T": 16, "BLOCK_K": 32, "num_warps": 1, "num_stages": 2},
+    "bottleneck_large": {"BLOCK_M": 64, "BLOCK_T": 32, "BLOCK_K": 32, "num_warps": 1, "num_stages": 2},
+    "local_small": {"BLOCK_T": 16, "BLOCK_K": 32, "num_warps": 4, "num_stages": 2},
+    "local_large": {"BLOCK_T": 16, "BLOCK_K": 32, "num_warps": 2, "num_stages": 2},
     "gate": {"num_warps": 2},
 }
 LARGE_BATCH = 4  # from this batch size on, the large tiles
+# Which GEMM serves the dense layers' bottleneck from LARGE_BATCH on: "triton" or "cublas".
+LARGE_BOTTLENECK = {"kind": "triton"}
+
+
+def _load_overrides() -> None:
+    """OMNI_DEPLOY_SPK_TILES='{"bottleneck_small": {"BLOCK_K": 64}, ...}' retunes for another GPU."""
+    raw = os.environ.get("OMNI_DEPLOY_SPK_TILES")
+    if not raw:
+        return
+    for key, value in json.loads(raw).items():
+        if key == "large_bottleneck":
+            LARGE_BOTTLENECK["kind"] = str(value)
+        else:
+            CONFIG.setdefault(key, {}).update({k: int(v) for k, v in value.items()})
+
+
+_load_overrides()
 
 
 def _config(kind: str, batch: int) -> dict[str, int]:
