@@ -33,6 +33,8 @@ class _Graph:
     feats: torch.Tensor
     lengths: torch.Tensor
     output: torch.Tensor
+    host_lengths: torch.Tensor  # pinned, so the copy to the device does not block
+    copied: Any  # CUDA event: the last copy out of host_lengths
 
 
 @dataclass
@@ -67,7 +69,10 @@ class SpeakerEncoder:
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph, pool=self._pool):
             output = self.model(feats, lengths)
-        return _Graph(graph, feats, lengths, output)
+        pinned = torch.empty(batch, dtype=torch.long, pin_memory=True)
+        copied = torch.cuda.Event()
+        copied.record()
+        return _Graph(graph, feats, lengths, output, pinned, copied)
 
     def _run_padded(self, feats: list[torch.Tensor]) -> torch.Tensor:
         lengths = [int(f.shape[0]) for f in feats]
@@ -79,12 +84,16 @@ class SpeakerEncoder:
             graph = self._graphs.get(key)
             if graph is None:
                 graph = self._graphs[key] = self._capture(bucket, frames)
-            graph.feats.zero_()
+            # No zeroing: the model masks every frame past each item's length itself. Rows past
+            # the batch keep earlier (finite) contents, run at full length, and are discarded.
             for i, f in enumerate(feats):
                 graph.feats[i, : f.shape[0]].copy_(f, non_blocking=True)
-            # Rows past the batch are dummies of full length: valid, discarded.
-            lens = torch.tensor(lengths + [frames] * (bucket - batch), dtype=torch.long)
-            graph.lengths.copy_(lens, non_blocking=True)
+            host = graph.host_lengths
+            graph.copied.synchronize()  # the previous call's copy out of `host` has finished
+            host[:batch] = torch.tensor(lengths, dtype=torch.long)
+            host[batch:] = frames
+            graph.lengths.copy_(host, non_blocking=True)
+            graph.copied.record()
             graph.graph.replay()
             return graph.output[:batch].clone()
         padded = torch.zeros(batch, frames, FEAT_DIM, device=self.device)

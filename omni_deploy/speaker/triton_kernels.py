@@ -28,9 +28,10 @@ SEG = 100
 # Tile sizes. Small tiles for small batches: one reference gives a 300-frame, 128-channel GEMM,
 # and big tiles would leave most of the GPU's multiprocessors idle.
 CONFIG: dict[str, dict[str, int]] = {
-    "bottleneck_small": {"BLOCK_M": 16, "BLOCK_T": 16, "BLOCK_K": 32, "num_warps": 1, "num_stages": 2},
-    "bottleneck_large": {"BLOCK_M": 64, "BLOCK_T": 32, "BLOCK_K": 32, "num_warps": 1, "num_stages": 2},
-    "local_small": {"BLOCK_T": 16, "BLOCK_K": 32, "num_warps": 4, "num_stages": 2},
+    # Tuned on an H200 by benchmarks/speaker_tune.py (docs/benchmarks/speaker-tiles-h200.json).
+    "bottleneck_small": {"BLOCK_M": 16, "BLOCK_T": 16, "BLOCK_K": 64, "num_warps": 2, "num_stages": 3},
+    "bottleneck_large": {"BLOCK_M": 64, "BLOCK_T": 32, "BLOCK_K": 32, "num_warps": 1, "num_stages": 3},
+    "local_small": {"BLOCK_T": 16, "BLOCK_K": 128, "num_warps": 2, "num_stages": 2},
     "local_large": {"BLOCK_T": 16, "BLOCK_K": 32, "num_warps": 2, "num_stages": 2},
     "gate": {"num_warps": 2},
 }
