@@ -16,31 +16,59 @@ def _env(tmp_path: Path) -> dict[str, str]:
     site = fake_dist_info(tmp_path / "site", {"vllm": "0.30.0", "vllm-omni": "0.30.0"})
     env = dict(os.environ)
     env.update(
-        PATH=f"{STANDIN_BIN}{os.pathsep}{env['PATH']}", PYTHONPATH=os.pathsep.join([str(ROOT), str(site)]),
-        XDG_CACHE_HOME=str(tmp_path / "cache"), STANDIN_VLLM_RECORD=str(tmp_path / "server.json"),
-        STANDIN_VLLM_BENCH_LOG=str(tmp_path / "bench.log"), STANDIN_VLLM_READY_AFTER="0.3",
-    )  # fmt: skip
+        PATH=f"{STANDIN_BIN}{os.pathsep}{env['PATH']}",
+        PYTHONPATH=os.pathsep.join([str(ROOT), str(site)]),
+        XDG_CACHE_HOME=str(tmp_path / "cache"),
+        STANDIN_VLLM_RECORD=str(tmp_path / "server.json"),
+        STANDIN_VLLM_BENCH_LOG=str(tmp_path / "bench.log"),
+        STANDIN_VLLM_READY_AFTER="0.3",
+    )
     return env
 
 
 def _cli(env: dict[str, str], *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "omni_deploy", *args], env=env, cwd=ROOT, capture_output=True,
-                          text=True, timeout=timeout)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "omni_deploy", *args],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def test_dry_run_prints_the_whole_sweep(tmp_path: Path) -> None:
     (tmp_path / "inputs").mkdir()
-    done = _cli(_env(tmp_path), "bench", "run", "--base-url", "http://127.0.0.1:9", "--model", "crossref-test",
-                "--dataset-path", str(tmp_path / "inputs"), "--warmup", "32", "--concurrency", "1,4,8,16,32",
-                "--dry-run")  # fmt: skip
+    done = _cli(
+        _env(tmp_path),
+        "bench",
+        "run",
+        "--base-url",
+        "http://127.0.0.1:9",
+        "--model",
+        "crossref-test",
+        "--dataset-path",
+        str(tmp_path / "inputs"),
+        "--warmup",
+        "32",
+        "--concurrency",
+        "1,4,8,16,32",
+        "--dry-run",
+    )
     assert done.returncode == 0, done.stderr
     commands = [shlex.split(line) for line in done.stdout.splitlines()]
     assert len(commands) == 1 + 5 * 3  # warm-up, then per C one discarded and two measured rounds
     first = commands[0]
     assert first[:6] == ["vllm", "bench", "serve", "--omni", "--backend", "openai-chat-omni"]
-    for flag, value in (("--dataset-name", "seed-tts"), ("--percentile-metrics", "audio_ttfp,audio_rtf,audio_duration,e2el"),
-                        ("--metric-percentiles", "50,95"), ("--request-rate", "inf"), ("--max-concurrency", "16"),
-                        ("--num-prompts", "32"), ("--result-filename", "warmup.json")):  # fmt: skip
+    for flag, value in (
+        ("--dataset-name", "seed-tts"),
+        ("--percentile-metrics", "audio_ttfp,audio_rtf,audio_duration,e2el"),
+        ("--metric-percentiles", "50,95"),
+        ("--request-rate", "inf"),
+        ("--max-concurrency", "16"),
+        ("--num-prompts", "32"),
+        ("--result-filename", "warmup.json"),
+    ):
         assert first[first.index(flag) + 1] == value
     assert "--save-detailed" in first and "--disable-shuffle" in first
     body = json.loads(first[first.index("--extra-body") + 1])
@@ -55,15 +83,47 @@ def test_run_then_report_against_stand_ins(tmp_path: Path) -> None:
     env = _env(tmp_path)
     port = free_port()
     server = subprocess.Popen(
-        [sys.executable, "-m", "omni_deploy", "serve", str(ROOT / "deploy" / "turn-bench.yaml"), "--platform", "cuda",
-         "--port", str(port), "--run-dir", str(tmp_path / "run"), "--served-model-name", "crossref-test"],
-        env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "omni_deploy",
+            "serve",
+            str(ROOT / "deploy" / "turn-bench.yaml"),
+            "--platform",
+            "cuda",
+            "--port",
+            str(port),
+            "--run-dir",
+            str(tmp_path / "run"),
+            "--served-model-name",
+            "crossref-test",
+        ],
+        env=env,
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         (tmp_path / "inputs").mkdir()
-        done = _cli(env, "bench", "run", "--base-url", f"http://127.0.0.1:{port}", "--model", "crossref-test",
-                    "--dataset-path", str(tmp_path / "inputs"), "--concurrency", "1,4", "--prompts", "8",
-                    "--result-dir", str(tmp_path / "results"), "--ready-timeout", "60")  # fmt: skip
+        done = _cli(
+            env,
+            "bench",
+            "run",
+            "--base-url",
+            f"http://127.0.0.1:{port}",
+            "--model",
+            "crossref-test",
+            "--dataset-path",
+            str(tmp_path / "inputs"),
+            "--concurrency",
+            "1,4",
+            "--prompts",
+            "8",
+            "--result-dir",
+            str(tmp_path / "results"),
+            "--ready-timeout",
+            "60",
+        )
         assert done.returncode == 0, done.stderr
         assert "[6/6] C=4 r2 (measured)" in done.stderr
         log = [json.loads(line) for line in (tmp_path / "bench.log").read_text().splitlines()]
@@ -79,13 +139,31 @@ def test_run_then_report_against_stand_ins(tmp_path: Path) -> None:
 
 def test_ab_dry_run_prints_the_plan(tmp_path: Path) -> None:
     (tmp_path / "inputs").mkdir()
-    done = _cli(_env(tmp_path), "bench", "ab", str(ROOT / "deploy" / "turn-bench.yaml"), "--model", "crossref-test",
-                "--a", "spk-backend=cpu-onnxruntime", "--b", "spk-backend=cuda-torch", "--dataset-path",
-                str(tmp_path / "inputs"), "--concurrency", "1,32", "--dry-run")  # fmt: skip
+    done = _cli(
+        _env(tmp_path),
+        "bench",
+        "ab",
+        str(ROOT / "deploy" / "turn-bench.yaml"),
+        "--model",
+        "crossref-test",
+        "--a",
+        "spk-backend=cpu-onnxruntime",
+        "--b",
+        "spk-backend=cuda-torch",
+        "--dataset-path",
+        str(tmp_path / "inputs"),
+        "--concurrency",
+        "1,32",
+        "--dry-run",
+    )
     assert done.returncode == 0, done.stderr
     starts = [line for line in done.stdout.splitlines() if line.startswith("start ")]
-    assert starts == ["start 1: source A (forward order)", "start 2: source B (forward order)",
-                      "start 3: source A (reverse order)", "start 4: source B (reverse order)"]  # fmt: skip
+    assert starts == [
+        "start 1: source A (forward order)",
+        "start 2: source B (forward order)",
+        "start 3: source A (reverse order)",
+        "start 4: source B (reverse order)",
+    ]
     assert (
         done.stdout.count("--spk-backend cpu-onnxruntime") == 2
         and done.stdout.count("--spk-backend cuda-torch") == 2
@@ -97,13 +175,111 @@ def test_ab_dry_run_prints_the_plan(tmp_path: Path) -> None:
 def test_ab_end_to_end(tmp_path: Path) -> None:
     env = _env(tmp_path)
     (tmp_path / "inputs").mkdir()
-    done = _cli(env, "bench", "ab", str(ROOT / "deploy" / "turn-bench.yaml"), "--model", "crossref-test",
-                "--a", "spk-backend=cpu-onnxruntime", "--b", "spk-backend=cuda-torch",
-                "--dataset-path", str(tmp_path / "inputs"), "--concurrency", "2", "--prompts", "4", "--rounds", "1",
-                "--discard", "0", "--port", str(free_port()), "--result-dir", str(tmp_path / "ab"),
-                "--model-path", "openbmb/MiniCPM-o-4_5", timeout=300)  # fmt: skip
+    done = _cli(
+        env,
+        "bench",
+        "ab",
+        str(ROOT / "deploy" / "turn-bench.yaml"),
+        "--model",
+        "crossref-test",
+        "--a",
+        "spk-backend=cpu-onnxruntime",
+        "--b",
+        "spk-backend=cuda-torch",
+        "--dataset-path",
+        str(tmp_path / "inputs"),
+        "--concurrency",
+        "2",
+        "--prompts",
+        "4",
+        "--rounds",
+        "1",
+        "--discard",
+        "0",
+        "--port",
+        str(free_port()),
+        "--result-dir",
+        str(tmp_path / "ab"),
+        "--model-path",
+        "openbmb/MiniCPM-o-4_5",
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr + done.stdout
     assert "Change of candidate vs baseline" in done.stdout
     records = sorted((tmp_path / "ab" / "runs").glob("*/launch.json"))
     backends = [json.loads(p.read_text())["speaker"]["speaker_backend"] for p in records]
     assert len(records) == 4 and backends.count("cpu-onnxruntime") == 2
+
+
+def test_ctrl_c_keeps_finished_rounds(tmp_path: Path) -> None:
+    import signal
+    import time
+
+    env = _env(tmp_path)
+    port = free_port()
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "omni_deploy",
+            "serve",
+            str(ROOT / "deploy" / "turn-bench.yaml"),
+            "--platform",
+            "cuda",
+            "--port",
+            str(port),
+            "--run-dir",
+            str(tmp_path / "run"),
+            "--served-model-name",
+            "crossref-test",
+        ],
+        env=env,
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    (tmp_path / "inputs").mkdir()
+    bench = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "omni_deploy",
+            "bench",
+            "run",
+            "--base-url",
+            f"http://127.0.0.1:{port}",
+            "--model",
+            "crossref-test",
+            "--dataset-path",
+            str(tmp_path / "inputs"),
+            "--concurrency",
+            "1,2,4",
+            "--discard",
+            "0",
+            "--rounds",
+            "1",
+            "--result-dir",
+            str(tmp_path / "results"),
+            "--ready-timeout",
+            "60",
+        ],
+        env={**env, "STANDIN_VLLM_BENCH_SLEEP": "1.5"},
+        cwd=ROOT,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not (tmp_path / "results" / "c1" / "r1.json").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.3)  # inside the second round now
+        bench.send_signal(signal.SIGINT)
+        _, err = bench.communicate(timeout=60)
+        assert bench.returncode == 130
+        assert "1 finished round(s) kept" in err
+        assert sorted(p.name for p in (tmp_path / "results").rglob("*.json")) == ["r1.json"]
+    finally:
+        if bench.poll() is None:
+            bench.kill()
+        server.terminate()
+        server.wait(timeout=30)
