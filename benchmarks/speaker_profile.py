@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import copy
 import itertools
-import statistics
 import sys
 import tempfile
 from pathlib import Path
@@ -18,32 +17,10 @@ from pathlib import Path
 import torch
 
 from omni_deploy.speaker import triton_kernels as tk
+from omni_deploy.speaker.bench import graph_replay_ms
 from omni_deploy.speaker.fused_model import FusedCampplus
 from omni_deploy.speaker.onnx_weights import read_weights
 from omni_deploy.speaker.standin import export_standin
-
-
-def graph_time(model: FusedCampplus, feats: torch.Tensor, lengths: torch.Tensor, reps: int = 100) -> float:
-    stream = torch.cuda.Stream()
-    stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream):
-        for _ in range(2):
-            model(feats, lengths)
-    torch.cuda.current_stream().wait_stream(stream)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        model(feats, lengths)
-    for _ in range(5):
-        graph.replay()
-    times = []
-    for _ in range(reps):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        graph.replay()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end))
-    return statistics.median(times)
 
 
 def profile(model: FusedCampplus, feats: torch.Tensor, lengths: torch.Tensor, label: str) -> None:
@@ -77,7 +54,7 @@ def main() -> int:
         for batch, (feats, lengths) in cases.items():
             for name, model in models.items():
                 profile(model, feats, lengths, f"{name} B={batch}")
-                print(f"graph replay {name} B={batch}: {graph_time(model, feats, lengths):.3f} ms")
+                print(f"graph replay {name} B={batch}: {graph_replay_ms(model, feats, lengths):.3f} ms")
         if "--sweep" not in sys.argv:
             return 0
         base = copy.deepcopy(tk.CONFIG)
@@ -99,7 +76,7 @@ def main() -> int:
                     else:
                         cfg.update(BLOCK_T=option[0], num_warps=option[1])
                     try:
-                        results.append((graph_time(models["triton"], feats, lengths, 30), option))
+                        results.append((graph_replay_ms(models["triton"], feats, lengths, 30), option))
                     except Exception as exc:  # a tile that does not compile is skipped
                         print(f"  {kind} {option}: {type(exc).__name__}")
                 results.sort()

@@ -13,7 +13,6 @@ import argparse
 import copy
 import itertools
 import json
-import statistics
 import sys
 import tempfile
 from pathlib import Path
@@ -21,32 +20,10 @@ from pathlib import Path
 import torch
 
 from omni_deploy.speaker import triton_kernels as tk
+from omni_deploy.speaker.bench import graph_replay_ms
 from omni_deploy.speaker.fused_model import FusedCampplus
 from omni_deploy.speaker.onnx_weights import read_weights
 from omni_deploy.speaker.standin import export_standin
-
-
-def replay_ms(model: FusedCampplus, feats: torch.Tensor, lengths: torch.Tensor, reps: int = 40) -> float:
-    stream = torch.cuda.Stream()
-    stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream):
-        for _ in range(2):
-            model(feats, lengths)
-    torch.cuda.current_stream().wait_stream(stream)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        model(feats, lengths)
-    for _ in range(3):
-        graph.replay()
-    times = []
-    for _ in range(reps):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        graph.replay()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end))
-    return statistics.median(times)
 
 
 def main() -> int:
@@ -68,9 +45,9 @@ def main() -> int:
         for size, (feats, lengths) in cases.items():
             if size == "large":
                 tk.LARGE_BOTTLENECK["kind"] = "cublas"
-                cublas = replay_ms(model, feats, lengths)
+                cublas = graph_replay_ms(model, feats, lengths)
                 tk.LARGE_BOTTLENECK["kind"] = "triton"
-            base = replay_ms(model, feats, lengths)
+            base = graph_replay_ms(model, feats, lengths)
             print(f"[{size}] start: {base:.3f} ms", flush=True)
             groups = {
                 f"bottleneck_{size}": [
@@ -95,7 +72,7 @@ def main() -> int:
                     saved = copy.deepcopy(tk.CONFIG[key])
                     tk.CONFIG[key].update(option)
                     try:
-                        ms = replay_ms(model, feats, lengths)
+                        ms = graph_replay_ms(model, feats, lengths)
                     except Exception as exc:  # a tile that does not compile or fit is skipped
                         print(f"  {key} {option}: {type(exc).__name__}", flush=True)
                         tk.CONFIG[key] = saved

@@ -71,6 +71,18 @@ def _setting(extra: Map | None, path: str, name: str, default: Any) -> Setting:
     return Setting(f"{path}.{name}", default, "default", False)
 
 
+def _cpu(
+    platform: str,
+    reasons: list[Reason],
+    fallbacks: list[Fallback],
+    warnings: list[str],
+    provider: str = "vllm-omni (ONNX Runtime, CPU, 1 intra-op thread)",
+) -> SpeakerDecision:
+    return SpeakerDecision(
+        platform, CPU_ORT, provider, "fp32", "fp32", None, None, reasons, fallbacks, warnings
+    )
+
+
 def _fallbacks(extra_path: str, current: str) -> list[Fallback]:
     options = {
         CUDA_TORCH: f"set {extra_path}.token2wav_device_spk: true (the default) with token2wav_trt off, "
@@ -124,18 +136,7 @@ def decide(
         reasons.append(
             Reason("platform rule", "CAM++ runs with ONNX Runtime on the CPU off CUDA", "vllm-omni")
         )
-        return SpeakerDecision(
-            platform,
-            CPU_ORT,
-            "vllm-omni (ONNX Runtime, CPU, 1 intra-op thread)",
-            "fp32",
-            "fp32",
-            None,
-            None,
-            reasons,
-            [],
-            warnings,
-        )
+        return _cpu(platform, reasons, [], warnings)
 
     wanted: str
     if override is not None:
@@ -169,18 +170,7 @@ def decide(
             warnings,
         )
     if wanted == CPU_ORT:
-        return SpeakerDecision(
-            platform,
-            CPU_ORT,
-            "vllm-omni (ONNX Runtime, CPU, 1 intra-op thread)",
-            "fp32",
-            "fp32",
-            None,
-            None,
-            reasons,
-            _fallbacks(extra_path, CPU_ORT),
-            warnings,
-        )
+        return _cpu(platform, reasons, _fallbacks(extra_path, CPU_ORT), warnings)
 
     # cuda-torch: who can provide it on this host?
     reasons.append(Reason(tf32.name, tf32.value, tf32.origin))
@@ -196,17 +186,12 @@ def decide(
         if missing:
             warnings.append(f"the CUDA CAM++ path cannot act on this host: missing {', '.join(missing)}")
             reasons.append(Reason("provider", "none", "host"))
-            return SpeakerDecision(
+            return _cpu(
                 platform,
-                CPU_ORT,
-                "vllm-omni (ONNX Runtime, CPU): fallback, CUDA path unavailable",
-                "fp32",
-                "fp32",
-                None,
-                None,
                 reasons,
                 _fallbacks(extra_path, CPU_ORT),
                 warnings,
+                "vllm-omni (ONNX Runtime, CPU): fallback, CUDA path unavailable",
             )
         provider = "omni-deploy vLLM plugin (vllm-omni {} does not read token2wav_device_spk)".format(
             host.vllm_omni or "0.30.0"

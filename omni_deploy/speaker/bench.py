@@ -156,3 +156,27 @@ def format_table(rows: list[Row]) -> str:
 
 def as_json(rows: list[Row]) -> list[dict[str, Any]]:
     return [asdict(r) for r in rows]
+
+
+def graph_replay_ms(model: Any, feats: torch.Tensor, lengths: torch.Tensor, reps: int = 40) -> float:
+    """Median CUDA-graph replay time of one forward (warmed up on a side stream, timed with events)."""
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        for _ in range(2):
+            model(feats, lengths)
+    torch.cuda.current_stream().wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        model(feats, lengths)
+    for _ in range(3):
+        graph.replay()
+    times = []
+    for _ in range(reps):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        graph.replay()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end))
+    return statistics.median(times)

@@ -26,6 +26,30 @@ def _env(tmp_path: Path) -> dict[str, str]:
     return env
 
 
+def _start_server(env: dict[str, str], port: int, tmp_path: Path) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "omni_deploy",
+            "serve",
+            str(ROOT / "deploy" / "turn-bench.yaml"),
+            "--platform",
+            "cuda",
+            "--port",
+            str(port),
+            "--run-dir",
+            str(tmp_path / "run"),
+            "--served-model-name",
+            "crossref-test",
+        ],
+        env=env,
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+
 def _cli(env: dict[str, str], *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "omni_deploy", *args],
@@ -82,27 +106,7 @@ def test_dry_run_prints_the_whole_sweep(tmp_path: Path) -> None:
 def test_run_then_report_against_stand_ins(tmp_path: Path) -> None:
     env = _env(tmp_path)
     port = free_port()
-    server = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "omni_deploy",
-            "serve",
-            str(ROOT / "deploy" / "turn-bench.yaml"),
-            "--platform",
-            "cuda",
-            "--port",
-            str(port),
-            "--run-dir",
-            str(tmp_path / "run"),
-            "--served-model-name",
-            "crossref-test",
-        ],
-        env=env,
-        cwd=ROOT,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    server = _start_server(env, port, tmp_path)
     try:
         (tmp_path / "inputs").mkdir()
         done = _cli(
@@ -217,27 +221,7 @@ def test_ctrl_c_keeps_finished_rounds(tmp_path: Path) -> None:
 
     env = _env(tmp_path)
     port = free_port()
-    server = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "omni_deploy",
-            "serve",
-            str(ROOT / "deploy" / "turn-bench.yaml"),
-            "--platform",
-            "cuda",
-            "--port",
-            str(port),
-            "--run-dir",
-            str(tmp_path / "run"),
-            "--served-model-name",
-            "crossref-test",
-        ],
-        env=env,
-        cwd=ROOT,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    server = _start_server(env, port, tmp_path)
     (tmp_path / "inputs").mkdir()
     bench = subprocess.Popen(
         [

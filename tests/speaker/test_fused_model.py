@@ -89,3 +89,17 @@ def test_reference_matches_3d_speaker_when_installed() -> None:
     feats = _features(250, seed=4)[None]
     with torch.no_grad():
         assert torch.allclose(theirs(feats), ours(feats), atol=1e-5)
+
+
+def test_a_folded_affine_free_norm_is_handled_by_both_models(standin_onnx: Path) -> None:
+    """Exports may fold the final affine-free norm into the dense conv; both models must cope."""
+    weights = read_weights(standin_onnx)
+    norm = weights.affines.pop("xvector.dense.nonlinear.batchnorm")
+    conv = weights.convs["xvector.dense.linear"]
+    conv.weight = conv.weight * norm.scale[:, None, None]
+    conv.bias = norm.shift.copy()
+    feats = _features(250, seed=5)
+    fused = _ours(FusedCampplus(weights), [feats])
+    with torch.no_grad():
+        eager = reference_from_weights(weights)(feats[None]).numpy()
+    assert np.abs(_normalised(fused) - _normalised(eager)).max() <= 1e-5
