@@ -30,6 +30,13 @@ def _cell(value: Any) -> str:
     help="Platform to explain (default: all five with --backend; cuda plus the file's sections otherwise).",
 )
 @click.option("--probe", is_flag=True, help="Inspect this host (GPUs via nvidia-smi, packages, the plugin).")
+@click.option(
+    "--spk-backend",
+    type=click.Choice(("auto", "cuda-torch", "cpu-onnxruntime", "tensorrt")),
+    default="auto",
+    show_default=True,
+    help="What `serve --spk-backend` would override the file with.",
+)
 @click.option("--pipeline", default=None, help="Pipeline of a file that neither names nor implies one.")
 @click.option(
     "--target-version",
@@ -42,6 +49,7 @@ def explain(
     backend: bool,
     platform: str | None,
     probe: bool,
+    spk_backend: str,
     pipeline: str | None,
     target_version: str | None,
     fmt: str,
@@ -78,7 +86,8 @@ def explain(
         platforms = (platform,)
     else:
         platforms = platforms_to_check(resolved.config, Options())
-    decisions = {p: decide(p, info, extra, extra_path, dict(os.environ), host) for p in platforms}
+    override = None if spk_backend == "auto" else spk_backend
+    decisions = {p: decide(p, info, extra, extra_path, dict(os.environ), host, override) for p in platforms}
     result: dict[str, Any] = {"file": name, "pipeline": info.name, "pipeline_source": info.source}
     if backend:
         result["platforms"] = {p: d.as_dict() for p, d in decisions.items()}

@@ -85,3 +85,14 @@ def test_non_minicpm_pipeline(capsys: pytest.CaptureFixture[str]) -> None:
         capsys, "explain", "--backend", str(DATA / "other_pipeline.yaml"), "--platform", "cuda", "-o", "json"
     )
     assert _backends(result.out) == {"cuda": "not-applicable"}
+
+
+def test_spk_backend_override_shows_up_as_a_reason(capsys: pytest.CaptureFixture[str]) -> None:
+    result = run_cli(
+        capsys, "explain", "--backend", "--platform", "cuda", "--spk-backend", "cpu-onnxruntime", "-o", "json"
+    )
+    cuda = json.loads(result.out)["platforms"]["cuda"]
+    assert cuda["speaker_backend"] == "cpu-onnxruntime"
+    assert {"setting": "--spk-backend", "value": "cpu-onnxruntime", "origin": "--spk-backend"} in cuda[
+        "reasons"
+    ]
