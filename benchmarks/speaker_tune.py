@@ -40,13 +40,8 @@ def main() -> int:
         "large": (torch.randn(32, 600, 80, device="cuda"), torch.randint(100, 599, (32,), device="cuda")),
     }
     best: dict[str, dict[str, int]] = {}
-    chosen_large = "triton"
     with torch.no_grad():
         for size, (feats, lengths) in cases.items():
-            if size == "large":
-                tk.LARGE_BOTTLENECK["kind"] = "cublas"
-                cublas = graph_replay_ms(model, feats, lengths)
-                tk.LARGE_BOTTLENECK["kind"] = "triton"
             base = graph_replay_ms(model, feats, lengths)
             print(f"[{size}] start: {base:.3f} ms", flush=True)
             groups = {
@@ -83,11 +78,8 @@ def main() -> int:
                     else:
                         tk.CONFIG[key] = saved
                 best[key] = dict(tk.CONFIG[key])
-            if size == "large":
-                print(f"[large] cuBLAS bottleneck {cublas:.3f} ms vs tuned Triton {base:.3f} ms", flush=True)
-                chosen_large = "cublas" if cublas < base else "triton"
             print(f"[{size}] tuned: {base:.3f} ms", flush=True)
-    out = {**best, "large_bottleneck": chosen_large}
+    out = best
     Path(args.out).write_text(json.dumps(out, indent=2))
     print(json.dumps(out))
     return 0

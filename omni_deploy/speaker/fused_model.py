@@ -356,28 +356,28 @@ class FusedCampplus:
         batch, _, half = x.shape
         segments = half // SEG_LEN
         h = x.new_empty(batch, BOTTLENECK, half)
-        seg_sums = x.new_empty(batch, BOTTLENECK, segments)
+        tiles, _ = tk.segment_tiles(batch, half)
+        seg_parts = x.new_empty(batch, BOTTLENECK, tiles, 2)
         gate = x.new_empty(batch, GROWTH, segments)
-        large = batch >= tk.LARGE_BATCH and tk.LARGE_BOTTLENECK["kind"] == "cublas"
-        mask3 = mask[:, None, :]
         channels = INIT_CHANNELS
         buf = x.new_empty(batch, channels + BLOCKS[0][0] * GROWTH, half)
         torch.clamp(x, min=0, out=buf[:, :channels])
         out = buf
         for index, (dense, scale, shift, weight) in enumerate(self.triton_blocks):
             for layer in dense:
-                if large:  # cuBLAS GEMM plus element-wise passes instead of our fused GEMM
-                    pre = torch.addcmul(layer.pre_shift[:, None], buf[:, :channels], layer.pre_scale[:, None])
-                    b1 = layer.b1[:, None] if layer.b1 is not None else h.new_zeros(1)
-                    torch.baddbmm(b1, layer.w1.expand(batch, -1, -1), pre.relu_(), out=h)
-                    h.relu_().mul_(mask3)
-                else:
-                    tk.bottleneck(
-                        buf[:, :channels], layer.pre_scale, layer.pre_shift, layer.w1, layer.b1, h, mask, True
-                    )
-                torch.sum(h.view(batch, BOTTLENECK, segments, SEG_LEN), dim=-1, out=seg_sums)
+                tk.bottleneck(
+                    buf[:, :channels],
+                    layer.pre_scale,
+                    layer.pre_shift,
+                    layer.w1,
+                    layer.b1,
+                    h,
+                    mask,
+                    True,
+                    seg_parts,
+                )
                 tk.cam_gate(
-                    seg_sums, half_lengths, layer.ctx_w1, layer.ctx_b1, layer.ctx_w2, layer.ctx_b2, gate
+                    seg_parts, half_lengths, layer.ctx_w1, layer.ctx_b1, layer.ctx_w2, layer.ctx_b2, gate
                 )
                 tk.local_conv_gate(h, layer.taps, layer.dilation, gate, buf[:, channels : channels + GROWTH])
                 channels += GROWTH

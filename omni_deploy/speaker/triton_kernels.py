@@ -3,9 +3,9 @@
 Eager CAM++ is launch-bound: about a thousand small kernels for 1.6 GMAC. Each dense layer here is
 1. `bottleneck`: norm + ReLU of the layer input (prologue), the 1x1 conv to 128 channels with
    its folded norm (a GEMM), ReLU and the valid-frame mask (epilogue);
-2. `cam_gate`: per (item, 100-frame segment), the utterance mean plus the segment mean of that
-   output, then the CAM MLP (128 -> 64 -> 32) and the sigmoid: the gate of the segment;
-   (the segment sums come from one torch reduction just before);
+   and, per time tile, its sums over the 100-frame CAM segments the tile touches;
+2. `cam_gate`: per (item, segment), the utterance mean plus the segment mean from those sums,
+   then the CAM MLP (128 -> 64 -> 32) and the sigmoid: the gate of the segment;
 3. `local_conv_gate`: the dilated k3 conv to 32 channels as three shifted GEMMs, multiplied by
    the gate of each frame's segment, stored straight into the block's channel buffer.
 The transit layers reuse `bottleneck`. Tile sizes differ below and from LARGE_BATCH references. Matmul precision follows torch's matmul TF32 flag.
@@ -36,8 +36,6 @@ CONFIG: dict[str, dict[str, int]] = {
     "gate": {"num_warps": 2},
 }
 LARGE_BATCH = 4  # from this batch size on, the large tiles
-# Which GEMM serves the dense layers' bottleneck from LARGE_BATCH on: "triton" or "cublas".
-LARGE_BOTTLENECK = {"kind": "triton"}
 
 
 def _load_overrides() -> None:
@@ -46,9 +44,7 @@ def _load_overrides() -> None:
     if not raw:
         return
     for key, value in json.loads(raw).items():
-        if key == "large_bottleneck":
-            LARGE_BOTTLENECK["kind"] = str(value)
-        else:
+        if isinstance(value, dict):
             CONFIG.setdefault(key, {}).update({k: int(v) for k, v in value.items()})
 
 
@@ -61,14 +57,34 @@ def _config(kind: str, batch: int) -> dict[str, int]:
 
 @triton.jit
 def _bottleneck_kernel(
-    x_ptr, stride_xb, stride_xc,
-    scale_ptr, shift_ptr, w_ptr, bias_ptr,
-    mask_ptr, stride_mb,
-    out_ptr, stride_ob, stride_oc,
-    C_IN, M, T,
-    HAS_BIAS: tl.constexpr, POST_RELU: tl.constexpr, USE_MASK: tl.constexpr,
-    PRECISION: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_T: tl.constexpr, BLOCK_K: tl.constexpr,
-):  # fmt: skip
+    x_ptr,
+    stride_xb,
+    stride_xc,
+    scale_ptr,
+    shift_ptr,
+    w_ptr,
+    bias_ptr,
+    mask_ptr,
+    stride_mb,
+    out_ptr,
+    stride_ob,
+    stride_oc,
+    seg_ptr,
+    stride_sb,
+    stride_sc,
+    C_IN,
+    M,
+    T,
+    HAS_BIAS: tl.constexpr,
+    POST_RELU: tl.constexpr,
+    USE_MASK: tl.constexpr,
+    WRITE_SEGS: tl.constexpr,
+    SEG_LEN: tl.constexpr,
+    PRECISION: tl.constexpr,
+    BLOCK_M: tl.constexpr,
+    BLOCK_T: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+):
     pid_t = tl.program_id(0)
     pid_m = tl.program_id(1)
     b = tl.program_id(2)
@@ -103,28 +119,51 @@ def _bottleneck_kernel(
         acc,
         mask=m_ok[:, None] & t_ok[None, :],
     )
+    if WRITE_SEGS:
+        # This tile's sums over the (at most two, BLOCK_T <= SEG_LEN) CAM segments it touches,
+        # stored per tile so the gate needs no extra reduction launch and stays deterministic.
+        first = (pid_t * BLOCK_T) // SEG_LEN
+        segment = offs_t // SEG_LEN
+        in_first = ((segment == first) & t_ok)[None, :]
+        in_second = ((segment == first + 1) & t_ok)[None, :]
+        base = seg_ptr + b * stride_sb + offs_m * stride_sc + pid_t * 2
+        tl.store(base, tl.sum(tl.where(in_first, acc, 0.0), axis=1), mask=m_ok)
+        tl.store(base + 1, tl.sum(tl.where(in_second, acc, 0.0), axis=1), mask=m_ok)
 
 
 @triton.jit
 def _cam_gate_kernel(
-    seg_ptr, stride_sb, stride_sc, len_ptr,
-    w1_ptr, b1_ptr, w2_ptr, b2_ptr,
-    g_ptr, stride_gb, stride_gc,
-    NSEG,
-    C: tl.constexpr, HIDDEN: tl.constexpr, OUT: tl.constexpr, SEG_LEN: tl.constexpr, NSEG_P2: tl.constexpr,
-):  # fmt: skip
+    seg_ptr,
+    stride_sb,
+    stride_sc,
+    len_ptr,
+    w1_ptr,
+    b1_ptr,
+    w2_ptr,
+    b2_ptr,
+    g_ptr,
+    stride_gb,
+    stride_gc,
+    TILES,
+    C: tl.constexpr,
+    HIDDEN: tl.constexpr,
+    OUT: tl.constexpr,
+    SEG_LEN: tl.constexpr,
+    TILE: tl.constexpr,
+    TILES_P2: tl.constexpr,
+):
     s = tl.program_id(0)
     b = tl.program_id(1)
     valid = tl.load(len_ptr + b).to(tl.float32)
     offs_c = tl.arange(0, C)
-    offs_s = tl.arange(0, NSEG_P2)
-    sums = tl.load(
-        seg_ptr + b * stride_sb + offs_c[:, None] * stride_sc + offs_s[None, :],
-        mask=offs_s[None, :] < NSEG,
-        other=0.0,
-    )
-    total = tl.sum(sums, axis=1)
-    seg = tl.sum(tl.where(offs_s[None, :] == s, sums, 0.0), axis=1)
+    offs_k = tl.arange(0, TILES_P2)
+    ptrs = seg_ptr + b * stride_sb + offs_c[:, None] * stride_sc + offs_k[None, :] * 2
+    ok = (offs_k < TILES)[None, :]
+    part0 = tl.load(ptrs, mask=ok, other=0.0)  # each tile's sum over its first segment
+    part1 = tl.load(ptrs + 1, mask=ok, other=0.0)  # and over the next one
+    first = ((offs_k * TILE) // SEG_LEN)[None, :]
+    total = tl.sum(part0 + part1, axis=1)
+    seg = tl.sum(tl.where(first == s, part0, 0.0) + tl.where(first + 1 == s, part1, 0.0), axis=1)
     count = tl.minimum(tl.maximum(valid - s * SEG_LEN, 1.0), SEG_LEN * 1.0)
     context = total / valid + seg / count
     offs_h = tl.arange(0, HIDDEN)
@@ -138,13 +177,25 @@ def _cam_gate_kernel(
 
 @triton.jit
 def _local_conv_gate_kernel(
-    h_ptr, stride_hb, stride_hc, w_ptr,
-    g_ptr, stride_gb, stride_gc,
-    out_ptr, stride_ob, stride_oc,
-    T, DIL,
-    C: tl.constexpr, OUT: tl.constexpr, SEG_LEN: tl.constexpr, PRECISION: tl.constexpr,
-    BLOCK_T: tl.constexpr, BLOCK_K: tl.constexpr,
-):  # fmt: skip
+    h_ptr,
+    stride_hb,
+    stride_hc,
+    w_ptr,
+    g_ptr,
+    stride_gb,
+    stride_gc,
+    out_ptr,
+    stride_ob,
+    stride_oc,
+    T,
+    DIL,
+    C: tl.constexpr,
+    OUT: tl.constexpr,
+    SEG_LEN: tl.constexpr,
+    PRECISION: tl.constexpr,
+    BLOCK_T: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+):
     pid_t = tl.program_id(0)
     b = tl.program_id(1)
     offs_t = pid_t * BLOCK_T + tl.arange(0, BLOCK_T)
@@ -188,25 +239,54 @@ def bottleneck(
     out: torch.Tensor,
     mask: torch.Tensor | None = None,
     post_relu: bool = False,
+    seg_parts: torch.Tensor | None = None,
 ) -> None:
-    """out[b] = [mask *] [relu](weight @ relu(x[b] * scale + shift) [+ bias]); time stride 1."""
+    """out[b] = [mask *] [relu](weight @ relu(x[b] * scale + shift) [+ bias]); time stride 1.
+
+    With `seg_parts` ([B, M, tiles, 2], see `segment_tiles`), also each time tile's sums over the
+    CAM segments it touches, for `cam_gate`.
+    """
     batch, c_in, frames = x.shape
     m = weight.shape[0]
     cfg = _config("bottleneck", batch)
     grid = (triton.cdiv(frames, cfg["BLOCK_T"]), triton.cdiv(m, cfg["BLOCK_M"]), batch)
     _bottleneck_kernel[grid](
-        x, x.stride(0), x.stride(1),
-        scale, shift, weight, bias if bias is not None else scale,
-        mask if mask is not None else x, mask.stride(0) if mask is not None else 0,
-        out, out.stride(0), out.stride(1),
-        c_in, m, frames,
-        HAS_BIAS=bias is not None, POST_RELU=post_relu, USE_MASK=mask is not None,
-        PRECISION=_precision(), **cfg,
-    )  # fmt: skip
+        x,
+        x.stride(0),
+        x.stride(1),
+        scale,
+        shift,
+        weight,
+        bias if bias is not None else scale,
+        mask if mask is not None else x,
+        mask.stride(0) if mask is not None else 0,
+        out,
+        out.stride(0),
+        out.stride(1),
+        seg_parts if seg_parts is not None else out,
+        seg_parts.stride(0) if seg_parts is not None else 0,
+        seg_parts.stride(1) if seg_parts is not None else 0,
+        c_in,
+        m,
+        frames,
+        HAS_BIAS=bias is not None,
+        POST_RELU=post_relu,
+        USE_MASK=mask is not None,
+        WRITE_SEGS=seg_parts is not None,
+        SEG_LEN=SEG,
+        PRECISION=_precision(),
+        **cfg,
+    )
+
+
+def segment_tiles(batch: int, frames: int) -> tuple[int, int]:
+    """(tiles, tile width) of the bottleneck's time axis, which `seg_parts` is laid out by."""
+    tile = _config("bottleneck", batch)["BLOCK_T"]
+    return triton.cdiv(frames, tile), tile
 
 
 def cam_gate(
-    seg_sums: torch.Tensor,
+    seg_parts: torch.Tensor,
     lengths: torch.Tensor,
     w1: torch.Tensor,
     b1: torch.Tensor,
@@ -216,17 +296,32 @@ def cam_gate(
 ) -> None:
     """gate[b, :, s] = sigmoid(w2 @ relu(w1 @ (utterance mean + segment s mean) + b1) + b2).
 
-    `seg_sums` [B, C, S] holds each 100-frame segment's sum of the masked bottleneck output.
+    `seg_parts` [B, C, tiles, 2] holds the bottleneck's per-tile segment sums of its masked output.
     """
-    batch, channels, segments = seg_sums.shape
+    batch, channels, tiles, _ = seg_parts.shape
+    _, tile = segment_tiles(batch, 1)
+    segments = gate.shape[2]
     _cam_gate_kernel[(segments, batch)](
-        seg_sums, seg_sums.stride(0), seg_sums.stride(1), lengths,
-        w1, b1, w2, b2,
-        gate, gate.stride(0), gate.stride(1),
-        segments,
-        C=channels, HIDDEN=w1.shape[0], OUT=w2.shape[0], SEG_LEN=SEG,
-        NSEG_P2=triton.next_power_of_2(segments), num_warps=CONFIG["gate"]["num_warps"],
-    )  # fmt: skip
+        seg_parts,
+        seg_parts.stride(0),
+        seg_parts.stride(1),
+        lengths,
+        w1,
+        b1,
+        w2,
+        b2,
+        gate,
+        gate.stride(0),
+        gate.stride(1),
+        tiles,
+        C=channels,
+        HIDDEN=w1.shape[0],
+        OUT=w2.shape[0],
+        SEG_LEN=SEG,
+        TILE=tile,
+        TILES_P2=triton.next_power_of_2(tiles),
+        num_warps=CONFIG["gate"]["num_warps"],
+    )
 
 
 def local_conv_gate(
@@ -237,9 +332,21 @@ def local_conv_gate(
     cfg = _config("local", batch)
     grid = (triton.cdiv(frames, cfg["BLOCK_T"]), batch)
     _local_conv_gate_kernel[grid](
-        h, h.stride(0), h.stride(1), weight_taps,
-        gate, gate.stride(0), gate.stride(1),
-        out, out.stride(0), out.stride(1),
-        frames, dilation,
-        C=channels, OUT=weight_taps.shape[1], SEG_LEN=SEG, PRECISION=_precision(), **cfg,
-    )  # fmt: skip
+        h,
+        h.stride(0),
+        h.stride(1),
+        weight_taps,
+        gate,
+        gate.stride(0),
+        gate.stride(1),
+        out,
+        out.stride(0),
+        out.stride(1),
+        frames,
+        dilation,
+        C=channels,
+        OUT=weight_taps.shape[1],
+        SEG_LEN=SEG,
+        PRECISION=_precision(),
+        **cfg,
+    )

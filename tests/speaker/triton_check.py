@@ -21,17 +21,28 @@ def main() -> int:
     lengths = torch.tensor([200, 137])
     mask = (torch.arange(frames)[None] < lengths[:, None]).float()
     h = torch.empty(batch, 128, frames)
-    tk.bottleneck(x, scale, shift, weight, bias, h, mask, post_relu=True)
+    tiles, tile = tk.segment_tiles(batch, frames)
+    parts = torch.full((batch, 128, tiles, 2), float("nan"))
+    tk.bottleneck(x, scale, shift, weight, bias, h, mask, post_relu=True, seg_parts=parts)
     ref = (
         F.conv1d((x * scale[:, None] + shift[:, None]).relu(), weight[..., None], bias).relu() * mask[:, None]
     )
     assert torch.allclose(h, ref, atol=1e-4), (h - ref).abs().max()
 
     seg_sums = h.view(batch, 128, segments, 100).sum(-1)
+    # Per tile: sums over the segment the tile starts in and over the next one.
+    first = torch.arange(tiles) * tile // 100
+    regrouped = torch.zeros(batch, 128, segments + 1)
+    regrouped.index_add_(2, first, parts[..., 0])
+    regrouped.index_add_(2, first + 1, parts[..., 1])
+    assert torch.allclose(regrouped[..., :segments], seg_sums, atol=1e-3), (
+        (regrouped[..., :segments] - seg_sums).abs().max()
+    )
+    assert torch.allclose(regrouped[..., segments], torch.zeros(()), atol=0)
     w1, b1 = torch.randn(64, 128, generator=g) * 0.1, torch.randn(64, generator=g)
     w2, b2 = torch.randn(32, 64, generator=g) * 0.1, torch.randn(32, generator=g)
     gate = torch.empty(batch, 32, segments)
-    tk.cam_gate(seg_sums, lengths, w1, b1, w2, b2, gate)
+    tk.cam_gate(parts, lengths, w1, b1, w2, b2, gate)
     counts = (lengths[:, None] - torch.arange(segments)[None] * 100).clamp(1, 100).float()
     context = seg_sums.sum(-1, keepdim=True) / lengths[:, None, None] + seg_sums / counts[:, None, :]
     ref_gate = torch.sigmoid(F.conv1d(F.conv1d(context, w1[..., None], b1).relu(), w2[..., None], b2))
