@@ -60,23 +60,18 @@ def explain(
     """
     from omni_deploy.commands.options import default_file_name
     from omni_deploy.commands.validate import default_target_version
-    from omni_deploy.config.chain import locate_top_file, resolve_file
     from omni_deploy.config.platform import apply_platform
     from omni_deploy.config.yaml_loader import display_path
     from omni_deploy.host import assumed_host, probe_host
-    from omni_deploy.knowledge.pipelines import identify
     from omni_deploy.resolve.overview import overview
     from omni_deploy.resolve.speaker import decide
     from omni_deploy.validate.context import Context, Options
     from omni_deploy.validate.runner import platforms_to_check
 
     name = default_file_name(file)
-    resolved = resolve_file(locate_top_file(name))
-    info = identify(resolved.config, resolved.chain, pipeline)
-    ctx = Context(name, resolved, Options(pipeline=pipeline), info)
-    found = ctx.code2wav_connector()
-    extra = ctx.code2wav_extra()
-    extra_path = f"connectors.{found[0]}.extra" if found else "connectors.<stage 2 input>.extra"
+    ctx = Context.load(name, Options(pipeline=pipeline))
+    resolved, info = ctx.resolved, ctx.pipeline
+    extra, extra_path = ctx.code2wav_extra(), ctx.code2wav_extra_path
     target = target_version or default_target_version()
     host = probe_host() if probe else assumed_host(target)
     platforms: tuple[str, ...]
@@ -101,7 +96,7 @@ def explain(
     if fmt == "json":
         click.echo(json.dumps(result, indent=2, default=str))
         return 0
-    click.echo(f"file: {display_path(locate_top_file(name))}")
+    click.echo(f"file: {display_path(resolved.top)}")
     click.echo(f"pipeline: {info.name or 'unknown'} ({info.source})")
     if probe:
         gpus = ", ".join(host.gpus) or "none"

@@ -125,7 +125,7 @@ def serve(
     from omni_deploy.serve.redact import redact_env
     from omni_deploy.serve.rundir import make_run_dir, write_new, write_record
     from omni_deploy.serve.supervise import Supervisor, local_url
-    from omni_deploy.validate.context import Context, Options
+    from omni_deploy.validate.context import Options
     from omni_deploy.validate.report import text as report_text
     from omni_deploy.validate.runner import validate_file
 
@@ -149,23 +149,27 @@ def serve(
         click.echo("omni-deploy: validation failed; nothing started", err=True)
         return 1
 
-    from omni_deploy.config.chain import locate_top_file, resolve_file
     from omni_deploy.config.nodes import Map, Origin, to_plain
-    from omni_deploy.config.platform import apply_platform
-    from omni_deploy.knowledge.pipelines import identify
 
-    resolved = resolve_file(locate_top_file(name))
-    info = identify(resolved.config, resolved.chain)
-    applied = apply_platform(resolved.config, chosen)
-    ctx = Context(name, resolved, Options(), info)
+    # Validation resolved the file and applied the platform already: use what it saw.
+    ctx = report.context
+    assert ctx is not None
+    applied = ctx.applied[chosen]
     found = ctx.code2wav_connector()
-    extra_path = f"connectors.{found[0]}.extra" if found else "connectors.<stage 2 input>.extra"
     override = None if spk_backend == "auto" else spk_backend
     host_caps = probe_host()
     if skip_preflight or dry_run:
         host_caps.probed = False  # decide for the intended serving host, not for this one
         host_caps.torch = host_caps.onnx = host_caps.plugin_registered = True
-    decision = decide(chosen, info, ctx.code2wav_extra(), extra_path, dict(os.environ), host_caps, override)
+    decision = decide(
+        chosen,
+        ctx.pipeline,
+        ctx.code2wav_extra(),
+        ctx.code2wav_extra_path,
+        dict(os.environ),
+        host_caps,
+        override,
+    )
 
     # The rendered config carries the override too, so vllm-omni and the plugin agree.
     rendered_extra = None
@@ -199,7 +203,7 @@ def serve(
     directory = make_run_dir(run_dir)
     config_path = directory / "deploy.yaml"
     header = (
-        f"# Rendered by omni-deploy serve from {display_path(resolved.chain[0])} for platform {chosen}\n"
+        f"# Rendered by omni-deploy serve from {display_path(ctx.resolved.top)} for platform {chosen}\n"
         + "".join(f"# {n}\n" for n in notes)
     )
     write_new(config_path, to_yaml(applied.config, header))
@@ -208,7 +212,7 @@ def serve(
     record: dict[str, Any] = plan_record(
         plan,
         {
-            "deploy_file": str(locate_top_file(name)),
+            "deploy_file": str(ctx.resolved.top),
             "platform": chosen,
             "target_version": target,
             "versions": preflight.versions,

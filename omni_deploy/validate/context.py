@@ -38,6 +38,21 @@ class Context:
     pipeline: PipelineInfo
     applied: dict[str, PlatformApplied] = field(default_factory=dict)
 
+    @classmethod
+    def load(cls, name: str, options: Options) -> Context:
+        """Resolve the file's base_config chain and tell its pipeline (raises ConfigError)."""
+        from omni_deploy.config.chain import locate_top_file, resolve_file
+        from omni_deploy.knowledge.pipelines import identify
+
+        resolved = resolve_file(locate_top_file(name))
+        return cls(name, resolved, options, identify(resolved.config, resolved.chain, options.pipeline))
+
+    @property
+    def code2wav_extra_path(self) -> str:
+        """Where the Code2Wav options live, as a path for messages."""
+        found = self.code2wav_connector()
+        return f"connectors.{found[0]}.extra" if found else "connectors.<stage 2 input>.extra"
+
     @property
     def root(self) -> Map:
         return self.resolved.config

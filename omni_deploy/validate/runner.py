@@ -6,12 +6,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from omni_deploy.config.chain import locate_top_file, resolve_file
 from omni_deploy.config.nodes import Map
 from omni_deploy.config.platform import apply_platform
 from omni_deploy.config.stage_schema import PLATFORMS
 from omni_deploy.errors import ConfigError
-from omni_deploy.knowledge.pipelines import identify
 from omni_deploy.validate.check_capacity import (
     check_batched_tokens,
     check_gpu_memory,
@@ -47,6 +45,7 @@ CHECKS: list[Callable[[Context], list[Finding]]] = [
 class FileReport:
     file: str
     findings: list[Finding] = field(default_factory=list)
+    context: Context | None = None  # what the checks saw, for commands that go on (serve)
 
     @property
     def valid(self) -> bool:
@@ -80,14 +79,13 @@ def platforms_to_check(root: Map, options: Options) -> tuple[str, ...]:
 
 def validate_file(name: str, options: Options) -> FileReport:
     try:
-        resolved = resolve_file(locate_top_file(name))
+        ctx = Context.load(name, options)
     except ConfigError as error:
         return FileReport(name, [_from_error(error, name)])
-    report = FileReport(name)
-    ctx = Context(name, resolved, options, identify(resolved.config, resolved.chain, options.pipeline))
-    for platform in platforms_to_check(resolved.config, options):
+    report = FileReport(name, context=ctx)
+    for platform in platforms_to_check(ctx.root, options):
         try:
-            ctx.applied[platform] = apply_platform(resolved.config, platform)
+            ctx.applied[platform] = apply_platform(ctx.root, platform)
         except ConfigError as error:
             code = "E370" if error.code == "E131" else error.code
             report.findings.append(_from_error(error, name, code))
