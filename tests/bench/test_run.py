@@ -50,6 +50,13 @@ def _start_server(env: dict[str, str], port: int, tmp_path: Path) -> subprocess.
     )
 
 
+def _ab_args(tmp_path: Path) -> list[str]:
+    """`bench ab` comparing the CPU and CUDA speaker paths on turn-bench.yaml."""
+    return ["bench", "ab", str(ROOT / "deploy" / "turn-bench.yaml"), "--model", "crossref-test",
+            "--a", "spk-backend=cpu-onnxruntime", "--b", "spk-backend=cuda-torch",
+            "--dataset-path", str(tmp_path / "inputs")]  # fmt: skip
+
+
 def _cli(env: dict[str, str], *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "omni_deploy", *args],
@@ -145,17 +152,7 @@ def test_ab_dry_run_prints_the_plan(tmp_path: Path) -> None:
     (tmp_path / "inputs").mkdir()
     done = _cli(
         _env(tmp_path),
-        "bench",
-        "ab",
-        str(ROOT / "deploy" / "turn-bench.yaml"),
-        "--model",
-        "crossref-test",
-        "--a",
-        "spk-backend=cpu-onnxruntime",
-        "--b",
-        "spk-backend=cuda-torch",
-        "--dataset-path",
-        str(tmp_path / "inputs"),
+        *_ab_args(tmp_path),
         "--concurrency",
         "1,32",
         "--dry-run",
@@ -181,17 +178,7 @@ def test_ab_end_to_end(tmp_path: Path) -> None:
     (tmp_path / "inputs").mkdir()
     done = _cli(
         env,
-        "bench",
-        "ab",
-        str(ROOT / "deploy" / "turn-bench.yaml"),
-        "--model",
-        "crossref-test",
-        "--a",
-        "spk-backend=cpu-onnxruntime",
-        "--b",
-        "spk-backend=cuda-torch",
-        "--dataset-path",
-        str(tmp_path / "inputs"),
+        *_ab_args(tmp_path),
         "--concurrency",
         "2",
         "--prompts",
