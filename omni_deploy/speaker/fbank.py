@@ -59,8 +59,11 @@ def _povey_window_cpu() -> torch.Tensor:
     return (0.5 - 0.5 * torch.cos(2 * math.pi * n / (FRAME_LENGTH - 1))).pow(0.85).float()
 
 
-def _on(tensor: torch.Tensor, device: torch.device) -> torch.Tensor:
-    return tensor if tensor.device == device else tensor.to(device)
+@cache
+def _constants_on(device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+    """(povey window, mel banks) on `device`, copied once: a copy from host memory inside a CUDA
+    graph capture would fail, and every eager call would pay for one."""
+    return _povey_window_cpu().to(device), _mel_banks_cpu().to(device)
 
 
 def fbank_padded(waveforms: torch.Tensor, lengths: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -77,9 +80,10 @@ def fbank_padded(waveforms: torch.Tensor, lengths: torch.Tensor) -> tuple[torch.
     frames = wave.unfold(1, FRAME_LENGTH, FRAME_SHIFT)  # [B, F, 400]
     frames = frames - frames.mean(dim=-1, keepdim=True)
     shifted = torch.cat([frames[..., :1], frames[..., :-1]], dim=-1)
-    frames = (frames - PREEMPHASIS * shifted) * _on(_povey_window_cpu(), device)
+    window, banks = _constants_on(device)
+    frames = (frames - PREEMPHASIS * shifted) * window
     spectrum = torch.fft.rfft(frames, n=FFT_SIZE).abs().pow(2)  # [B, F, 257]
-    energies = torch.matmul(spectrum, _on(_mel_banks_cpu(), device))
+    energies = torch.matmul(spectrum, banks)
     logmel = energies.clamp_min(torch.finfo(torch.float32).eps).log()
     counts = torch.clamp((lengths.to(device) - FRAME_LENGTH) // FRAME_SHIFT + 1, min=0)
     valid = (torch.arange(logmel.shape[1], device=device)[None, :] < counts[:, None]).to(logmel.dtype)[

@@ -241,6 +241,17 @@ class FusedCampplus:
         self.dense_weight = dense_conv.weight.squeeze(-1)
         self.dense_bias = dense_conv.bias
         w.check_complete()
+        self._biases: dict[tuple[int, ...], torch.Tensor] = {}
+        if self.backend == "triton":
+            groups: list[tuple[Conv, ...]] = [(self.head_conv1,), (self.head_conv2,), (self.tdnn,)]
+            for _, conv1, conv2, shortcut in self.res_blocks:
+                groups += [(conv1,), (conv2,) if shortcut is None else (conv2, shortcut)]
+            for group in groups:
+                total = torch.zeros(group[0].weight.shape[0], device=self.device)
+                for conv in group:
+                    if conv.bias is not None:
+                        total += conv.bias
+                self._biases[tuple(id(c) for c in group)] = total
         self.triton_blocks: list[tuple[list[TritonDense], torch.Tensor, torch.Tensor, torch.Tensor]] = []
         if self.backend == "triton":
             for dense, transit_bn, transit in self.blocks:
@@ -301,6 +312,8 @@ class FusedCampplus:
         frames = feats.shape[1]
         if frames % FRAME_QUANTUM:
             raise ValueError(f"padded length {frames} is not a multiple of {FRAME_QUANTUM}")
+        if self.backend == "triton":
+            return self._forward_triton(feats, lengths)
         half = frames // 2
         segments = half // SEG_LEN
         steps = torch.arange(frames, device=feats.device)
@@ -312,19 +325,45 @@ class FusedCampplus:
         seg_count = (half_lengths[:, None] - seg_start[None, :]).clamp(1, SEG_LEN)
         inv_seg = (1.0 / seg_count.to(feats.dtype))[:, None, :]
 
-        # Padded input frames may hold anything: the head's first conv reads them.
-        x = self._head(feats * mask1[:, :, None], mask1)
+        # Padded input frames may hold anything, NaN included: the head's first conv reads them.
+        x = self._head(torch.where(mask1[:, :, None] > 0, feats, 0.0), mask1)
         x = F.conv1d(x, self.tdnn.weight, self.tdnn.bias, stride=2, padding=2)
-        if self.backend == "triton":
-            x = self._xvector_triton(x, mask2[:, 0, :].contiguous(), half_lengths)
-        else:
-            x = self._xvector_torch(x, mask2, inv_len, inv_seg)
+        x = self._xvector_torch(x, mask2, inv_len, inv_seg)
         # Statistics pooling over valid frames: mean and unbiased standard deviation.
         mean = (x * mask2).sum(-1) * inv_len[:, :, 0]
         centred = (x - mean[:, :, None]).mul_(mask2)
         var = centred.pow_(2).sum(-1) / (half_lengths[:, None] - 1).to(x.dtype)
         stats = torch.cat([mean, var.sqrt()], dim=-1)
         return F.linear(stats, self.dense_weight, self.dense_bias)
+
+    def _bias(self, *convs: Conv) -> torch.Tensor:
+        """The summed biases of convs whose outputs are added (made once, before any capture)."""
+        return self._biases[tuple(id(c) for c in convs)]
+
+    def _forward_triton(self, feats: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+        """The same computation in fewer launches: what a CUDA graph replays per reference."""
+        from omni_deploy.speaker import triton_kernels as tk
+
+        x, mask1, mask2, half_lengths = tk.prepare(feats, lengths)
+        # cuDNN convs without bias; bias, residual, ReLU and mask in one pass after each.
+        x = tk.bias_relu_mask(
+            F.conv2d(x, self.head_conv1.weight, padding=1), self._bias(self.head_conv1), mask1
+        )
+        for stride, conv1, conv2, shortcut in self.res_blocks:
+            out = F.conv2d(x, conv1.weight, stride=(stride, 1), padding=1)
+            tk.bias_relu_mask(out, self._bias(conv1), mask1)
+            out = F.conv2d(out, conv2.weight, padding=1)
+            if shortcut is None:
+                x = tk.bias_relu_mask(out, self._bias(conv2), mask1, x)
+            else:
+                residual = F.conv2d(x, shortcut.weight, stride=(stride, 1))
+                x = tk.bias_relu_mask(out, self._bias(conv2, shortcut), mask1, residual)
+        x = F.conv2d(x, self.head_conv2.weight, stride=(2, 1), padding=1)
+        tk.bias_relu_mask(x, self._bias(self.head_conv2), mask1)
+        x = x.reshape(x.shape[0], x.shape[1] * x.shape[2], x.shape[3])
+        x = F.conv1d(x, self.tdnn.weight, stride=2, padding=2)
+        x = self._xvector_triton(x, mask2, half_lengths)
+        return F.linear(tk.stats_pool(x, half_lengths), self.dense_weight, self.dense_bias)
 
     def _xvector_torch(
         self, x: torch.Tensor, mask2: torch.Tensor, inv_len: torch.Tensor, inv_seg: torch.Tensor
@@ -354,14 +393,12 @@ class FusedCampplus:
         from omni_deploy.speaker import triton_kernels as tk
 
         batch, _, half = x.shape
-        segments = half // SEG_LEN
         h = x.new_empty(batch, BOTTLENECK, half)
         tiles, _ = tk.segment_tiles(batch, half)
         seg_parts = x.new_empty(batch, BOTTLENECK, tiles, 2)
-        gate = x.new_empty(batch, GROWTH, segments)
         channels = INIT_CHANNELS
         buf = x.new_empty(batch, channels + BLOCKS[0][0] * GROWTH, half)
-        torch.clamp(x, min=0, out=buf[:, :channels])
+        tk.bias_relu_mask(x, self._bias(self.tdnn), out=buf[:, :channels])  # the TDNN's bias and ReLU
         out = buf
         for index, (dense, scale, shift, weight) in enumerate(self.triton_blocks):
             for layer in dense:
@@ -376,10 +413,18 @@ class FusedCampplus:
                     True,
                     seg_parts,
                 )
-                tk.cam_gate(
-                    seg_parts, half_lengths, layer.ctx_w1, layer.ctx_b1, layer.ctx_w2, layer.ctx_b2, gate
+                tk.local_conv_gate(
+                    h,
+                    layer.taps,
+                    layer.dilation,
+                    seg_parts,
+                    half_lengths,
+                    layer.ctx_w1,
+                    layer.ctx_b1,
+                    layer.ctx_w2,
+                    layer.ctx_b2,
+                    buf[:, channels : channels + GROWTH],
                 )
-                tk.local_conv_gate(h, layer.taps, layer.dilation, gate, buf[:, channels : channels + GROWTH])
                 channels += GROWTH
             channels //= 2
             bias = self.blocks[index][2].bias

@@ -77,3 +77,70 @@ def test_precision_scope_restores_the_callers_flags() -> None:
         torch.backends.cudnn.benchmark,
     )
     assert after == before
+
+
+class _ReplayStandIn:
+    """Stand-in for a CUDA graph on a CPU-only machine: replay re-runs the captured function on
+    the same static tensors and writes into the same output, as a real replay would."""
+
+    def __init__(self, fn, output: torch.Tensor) -> None:  # type: ignore[no-untyped-def]
+        self.fn, self.output, self.replays = fn, output, 0
+
+    def replay(self) -> None:
+        self.output.copy_(self.fn())
+        self.replays += 1
+
+
+class _NoEvent:
+    def record(self) -> None: ...
+    def synchronize(self) -> None: ...
+
+
+@pytest.fixture
+def graphed_cpu_encoder(standin_onnx: Path, monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
+    from omni_deploy.speaker import encoder as enc
+
+    def record(self, inputs, lengths, fn):  # type: ignore[no-untyped-def]
+        output = fn().clone()
+        return enc._Graph(
+            _ReplayStandIn(fn, output),
+            inputs,
+            lengths,
+            output,
+            torch.empty(inputs.shape[0], dtype=torch.long),
+            _NoEvent(),
+        )
+
+    monkeypatch.setattr(enc.SpeakerEncoder, "_record", record)
+    monkeypatch.setattr(enc.SpeakerEncoder, "_use_graphs", lambda self: True)
+    model = load_encoder(str(standin_onnx), device="cpu").model
+    return enc.SpeakerEncoder(model, str(standin_onnx))
+
+
+def test_graph_buckets_reuse_and_leftovers(graphed_cpu_encoder) -> None:  # type: ignore[no-untyped-def]
+    encoder = graphed_cpu_encoder
+    g = torch.Generator().manual_seed(5)
+    eager = load_encoder(encoder.source, device="cpu")
+    first = [torch.randn(n, 80, generator=g) for n in (598, 130, 401)]
+    second = [torch.randn(n, 80, generator=g) for n in (90, 260)]  # shorter: leftovers in the buffer
+    for feats in (first, second, first[:1]):
+        got = encoder.embed_features(feats)
+        assert torch.allclose(got, eager.embed_features(feats), atol=1e-4)
+    # Batch buckets 4, 2 and 1; length buckets 600 and 400 (600 again for the single 598).
+    assert sorted(encoder._graphs) == [("features", 1, 600), ("features", 2, 400), ("features", 4, 600)]
+
+
+def test_waveform_graphs_hold_the_front_end(graphed_cpu_encoder) -> None:  # type: ignore[no-untyped-def]
+    encoder = graphed_cpu_encoder
+    g = torch.Generator().manual_seed(6)
+    eager = load_encoder(encoder.source, device="cpu")
+    waves = [torch.randn(n, generator=g) * 0.1 for n in (96000, 20000, 48000)]
+    for batch in (waves, waves[1:2], waves[:2]):
+        got = encoder.embed_waveforms(batch, 16000)
+        expected = eager.embed_features(fbank(batch))
+        assert torch.allclose(got, expected, atol=1e-4), (got - expected).abs().max()
+    assert {key[0] for key in encoder._graphs} == {"waveforms"}
+    # 96000 samples are 598 frames: the 600-frame bucket, whose buffer holds 96240 samples.
+    assert encoder._graphs[("waveforms", 4, 600)].inputs.shape == (4, 96240)
+    with pytest.raises(ValueError, match="at least 2 feature frames"):
+        encoder.embed_waveforms([torch.zeros(500)], 16000)

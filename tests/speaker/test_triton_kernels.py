@@ -26,6 +26,22 @@ def test_kernels_match_their_torch_definitions() -> None:
     assert "triton kernels match torch" in done.stdout
 
 
+def test_the_triton_forward_matches_the_torch_forward(standin_onnx: Path) -> None:
+    # Wide tiles keep the interpreter to seconds; they still cross CAM segment boundaries
+    # (64-frame tiles over 100-frame segments), which the kernel check covers at the tuned tiles.
+    tiles = '{"bottleneck_small": {"BLOCK_M": 128, "BLOCK_T": 64, "BLOCK_K": 128}, "local_small": {"BLOCK_T": 64}}'
+    env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": str(ROOT), "OMNI_DEPLOY_SPK_TILES": tiles}
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "tests" / "speaker" / "triton_model_check.py"), str(standin_onnx)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "triton model matches torch" in done.stdout
+
+
 def test_cpu_default_is_the_torch_path() -> None:
     import torch
 
