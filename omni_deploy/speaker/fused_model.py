@@ -157,6 +157,13 @@ def default_backend(device: torch.device) -> str:
     return "triton" if device.type == "cuda" and triton_available() else "torch"
 
 
+def default_front_end() -> str:
+    """Where the Triton backend runs the front end, masks and pooling: torch (cuDNN convs and
+    element-wise kernels, timed on an H200) unless OMNI_DEPLOY_SPK_FRONT_END=triton picks the
+    fused kernels (a third of the launches, exact on CPU, not yet timed on a GPU)."""
+    return "triton" if os.environ.get("OMNI_DEPLOY_SPK_FRONT_END") == "triton" else "torch"
+
+
 @dataclass
 class TritonDense:
     """A dense layer's tensors in the layouts the kernels read."""
@@ -193,11 +200,16 @@ class FusedCampplus:
     """CAM++ forward over [B, T, 80] padded features and [B] valid lengths (T % 200 == 0)."""
 
     def __init__(
-        self, weights: CampplusWeights, device: torch.device | str = "cpu", backend: str | None = None
+        self,
+        weights: CampplusWeights,
+        device: torch.device | str = "cpu",
+        backend: str | None = None,
+        front_end: str | None = None,
     ) -> None:
         w = WeightSet(weights, torch.device(device))
         self.device = w.device
         self.backend = backend or default_backend(self.device)
+        self.front_end = front_end or default_front_end()
         self.head_conv1 = w.folded_conv("head.conv1", "head.bn1")
         self.res_blocks = []
         for layer in (1, 2):
@@ -242,7 +254,7 @@ class FusedCampplus:
         self.dense_bias = dense_conv.bias
         w.check_complete()
         self._biases: dict[tuple[int, ...], torch.Tensor] = {}
-        if self.backend == "triton":
+        if self.backend == "triton" and self.front_end == "triton":
             groups: list[tuple[Conv, ...]] = [(self.head_conv1,), (self.head_conv2,), (self.tdnn,)]
             for _, conv1, conv2, shortcut in self.res_blocks:
                 groups += [(conv1,), (conv2,) if shortcut is None else (conv2, shortcut)]
@@ -312,12 +324,13 @@ class FusedCampplus:
         frames = feats.shape[1]
         if frames % FRAME_QUANTUM:
             raise ValueError(f"padded length {frames} is not a multiple of {FRAME_QUANTUM}")
-        if self.backend == "triton":
+        if self.backend == "triton" and self.front_end == "triton":
             return self._forward_triton(feats, lengths)
         half = frames // 2
         segments = half // SEG_LEN
         steps = torch.arange(frames, device=feats.device)
-        mask1 = (steps[None, :] < lengths[:, None]).to(feats.dtype)
+        valid = steps[None, :] < lengths[:, None]
+        mask1 = valid.to(feats.dtype)
         half_lengths = (lengths + 1) // 2
         mask2 = (steps[None, :half] < half_lengths[:, None]).to(feats.dtype)[:, None, :]
         inv_len = (1.0 / half_lengths.to(feats.dtype))[:, None, None]
@@ -326,9 +339,12 @@ class FusedCampplus:
         inv_seg = (1.0 / seg_count.to(feats.dtype))[:, None, :]
 
         # Padded input frames may hold anything, NaN included: the head's first conv reads them.
-        x = self._head(torch.where(mask1[:, :, None] > 0, feats, 0.0), mask1)
+        x = self._head(torch.where(valid[:, :, None], feats, 0.0), mask1)
         x = F.conv1d(x, self.tdnn.weight, self.tdnn.bias, stride=2, padding=2)
-        x = self._xvector_torch(x, mask2, inv_len, inv_seg)
+        if self.backend == "triton":
+            x = self._xvector_triton(x, mask2[:, 0, :].contiguous(), half_lengths)
+        else:
+            x = self._xvector_torch(x, mask2, inv_len, inv_seg)
         # Statistics pooling over valid frames: mean and unbiased standard deviation.
         mean = (x * mask2).sum(-1) * inv_len[:, :, 0]
         centred = (x - mean[:, :, None]).mul_(mask2)
@@ -362,7 +378,7 @@ class FusedCampplus:
         tk.bias_relu_mask(x, self._bias(self.head_conv2), mask1)
         x = x.reshape(x.shape[0], x.shape[1] * x.shape[2], x.shape[3])
         x = F.conv1d(x, self.tdnn.weight, stride=2, padding=2)
-        x = self._xvector_triton(x, mask2, half_lengths)
+        x = self._xvector_triton(x, mask2, half_lengths, self._bias(self.tdnn))
         return F.linear(tk.stats_pool(x, half_lengths), self.dense_weight, self.dense_bias)
 
     def _xvector_torch(
@@ -388,17 +404,26 @@ class FusedCampplus:
         return buf.relu_()
 
     def _xvector_triton(
-        self, x: torch.Tensor, mask: torch.Tensor, half_lengths: torch.Tensor
+        self,
+        x: torch.Tensor,
+        mask: torch.Tensor,
+        half_lengths: torch.Tensor,
+        tdnn_bias: torch.Tensor | None = None,
     ) -> torch.Tensor:
+        """The dense blocks from the TDNN's output (without its bias, when `tdnn_bias` is given)."""
         from omni_deploy.speaker import triton_kernels as tk
 
         batch, _, half = x.shape
         h = x.new_empty(batch, BOTTLENECK, half)
         tiles, _ = tk.segment_tiles(batch, half)
         seg_parts = x.new_empty(batch, BOTTLENECK, tiles, 2)
+        gate = x.new_empty(batch, GROWTH, half // SEG_LEN)
         channels = INIT_CHANNELS
         buf = x.new_empty(batch, channels + BLOCKS[0][0] * GROWTH, half)
-        tk.bias_relu_mask(x, self._bias(self.tdnn), out=buf[:, :channels])  # the TDNN's bias and ReLU
+        if tdnn_bias is None:
+            torch.clamp(x, min=0, out=buf[:, :channels])
+        else:  # the TDNN's bias and ReLU in one pass
+            tk.bias_relu_mask(x, tdnn_bias, out=buf[:, :channels])
         out = buf
         for index, (dense, scale, shift, weight) in enumerate(self.triton_blocks):
             for layer in dense:
@@ -413,18 +438,10 @@ class FusedCampplus:
                     True,
                     seg_parts,
                 )
-                tk.local_conv_gate(
-                    h,
-                    layer.taps,
-                    layer.dilation,
-                    seg_parts,
-                    half_lengths,
-                    layer.ctx_w1,
-                    layer.ctx_b1,
-                    layer.ctx_w2,
-                    layer.ctx_b2,
-                    buf[:, channels : channels + GROWTH],
+                tk.cam_gate(
+                    seg_parts, half_lengths, layer.ctx_w1, layer.ctx_b1, layer.ctx_w2, layer.ctx_b2, gate
                 )
+                tk.local_conv_gate(h, layer.taps, layer.dilation, gate, buf[:, channels : channels + GROWTH])
                 channels += GROWTH
             channels //= 2
             bias = self.blocks[index][2].bias

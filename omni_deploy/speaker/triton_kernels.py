@@ -1,17 +1,19 @@
-"""Triton kernels for CAM++: two launches per dense layer instead of about sixteen.
+"""Triton kernels for CAM++: three launches per dense layer instead of about sixteen.
 
 Eager CAM++ is launch-bound: about a thousand small kernels for 1.6 GMAC. Each dense layer here is
 1. `bottleneck`: norm + ReLU of the layer input (prologue), the 1x1 conv to 128 channels with
    its folded norm (a GEMM), ReLU and the valid-frame mask (epilogue); and, per time tile, its
    sums over the 100-frame CAM segments the tile touches;
-2. `local_conv_gate`: the CAM gate of the segments a time tile touches (utterance mean plus
-   segment mean from those sums, the CAM MLP 128 -> 64 -> 32, sigmoid), and the dilated k3 conv to
-   32 channels as three shifted GEMMs times that gate, stored straight into the block's channel
-   buffer.
-The transit layers reuse `bottleneck`. Around the dense blocks, `prepare` makes the masked input
-and the masks in one launch, `bias_relu_mask` is the epilogue of the bias-free cuDNN convs (bias,
-residual add, ReLU, mask) and `stats_pool` the masked statistics pooling. Tile sizes differ below and from
-LARGE_BATCH references. Matmul precision follows torch's matmul TF32 flag.
+2. `cam_gate`: per (item, segment), the utterance mean plus the segment mean from those sums,
+   then the CAM MLP (128 -> 64 -> 32) and the sigmoid: the gate of the segment;
+3. `local_conv_gate`: the dilated k3 conv to 32 channels as three shifted GEMMs, multiplied by
+   the gate of each frame's segment, stored straight into the block's channel buffer.
+(Computing the gate inside `local_conv_gate` instead, one launch fewer per layer, was slower on an
+H200: every time tile then repeats the MLP, see docs/benchmarks.md.) The transit layers reuse
+`bottleneck`. Around the dense blocks, `prepare` makes the masked input and the masks in one
+launch, `bias_relu_mask` is the epilogue of the bias-free cuDNN convs of the front end (bias,
+residual add, ReLU, mask) and `stats_pool` the masked statistics pooling. Tile sizes differ below
+and from LARGE_BATCH references. Matmul precision follows torch's matmul TF32 flag.
 
 Only imported where triton is installed (CUDA machines); the torch path in fused_model.py is the
 reference these kernels are tested against (on CPU through TRITON_INTERPRET=1).
@@ -36,6 +38,7 @@ CONFIG: dict[str, dict[str, int]] = {
     "bottleneck_large": {"BLOCK_M": 64, "BLOCK_T": 32, "BLOCK_K": 32, "num_warps": 1, "num_stages": 3},
     "local_small": {"BLOCK_T": 16, "BLOCK_K": 128, "num_warps": 2, "num_stages": 2},
     "local_large": {"BLOCK_T": 16, "BLOCK_K": 32, "num_warps": 2, "num_stages": 2},
+    "gate": {"num_warps": 2},
 }
 LARGE_BATCH = 4  # from this batch size on, the large tiles
 
@@ -134,11 +137,7 @@ def _bottleneck_kernel(
 
 
 @triton.jit
-def _local_conv_gate_kernel(
-    h_ptr,
-    stride_hb,
-    stride_hc,
-    w_ptr,
+def _cam_gate_kernel(
     seg_ptr,
     stride_sb,
     stride_sc,
@@ -147,11 +146,9 @@ def _local_conv_gate_kernel(
     b1_ptr,
     w2_ptr,
     b2_ptr,
-    out_ptr,
-    stride_ob,
-    stride_oc,
-    T,
-    DIL,
+    g_ptr,
+    stride_gb,
+    stride_gc,
     TILES,
     C: tl.constexpr,
     HIDDEN: tl.constexpr,
@@ -159,7 +156,47 @@ def _local_conv_gate_kernel(
     SEG_LEN: tl.constexpr,
     TILE: tl.constexpr,
     TILES_P2: tl.constexpr,
-    GATE_K: tl.constexpr,
+):
+    s = tl.program_id(0)
+    b = tl.program_id(1)
+    valid = tl.load(len_ptr + b).to(tl.float32)
+    offs_c = tl.arange(0, C)
+    offs_k = tl.arange(0, TILES_P2)
+    ptrs = seg_ptr + b * stride_sb + offs_c[:, None] * stride_sc + offs_k[None, :] * 2
+    ok = (offs_k < TILES)[None, :]
+    part0 = tl.load(ptrs, mask=ok, other=0.0)  # each tile's sum over its first segment
+    part1 = tl.load(ptrs + 1, mask=ok, other=0.0)  # and over the next one
+    first = ((offs_k * TILE) // SEG_LEN)[None, :]
+    total = tl.sum(part0 + part1, axis=1)
+    seg = tl.sum(tl.where(first == s, part0, 0.0) + tl.where(first + 1 == s, part1, 0.0), axis=1)
+    count = tl.minimum(tl.maximum(valid - s * SEG_LEN, 1.0), SEG_LEN * 1.0)
+    context = total / valid + seg / count
+    offs_h = tl.arange(0, HIDDEN)
+    w1 = tl.load(w1_ptr + offs_h[:, None] * C + offs_c[None, :])
+    z = tl.maximum(tl.sum(w1 * context[None, :], axis=1) + tl.load(b1_ptr + offs_h), 0.0)
+    offs_o = tl.arange(0, OUT)
+    w2 = tl.load(w2_ptr + offs_o[:, None] * HIDDEN + offs_h[None, :])
+    gate = tl.sigmoid(tl.sum(w2 * z[None, :], axis=1) + tl.load(b2_ptr + offs_o))
+    tl.store(g_ptr + b * stride_gb + offs_o * stride_gc + s, gate)
+
+
+@triton.jit
+def _local_conv_gate_kernel(
+    h_ptr,
+    stride_hb,
+    stride_hc,
+    w_ptr,
+    g_ptr,
+    stride_gb,
+    stride_gc,
+    out_ptr,
+    stride_ob,
+    stride_oc,
+    T,
+    DIL,
+    C: tl.constexpr,
+    OUT: tl.constexpr,
+    SEG_LEN: tl.constexpr,
     PRECISION: tl.constexpr,
     BLOCK_T: tl.constexpr,
     BLOCK_K: tl.constexpr,
@@ -181,49 +218,12 @@ def _local_conv_gate_kernel(
                 other=0.0,
             )
             acc += tl.dot(w, h, input_precision=PRECISION)
-
-    # The CAM gate of the (at most two, BLOCK_T <= SEG_LEN) segments this tile touches, from the
-    # bottleneck's per-tile segment sums: utterance mean plus segment mean, then the CAM MLP
-    # (C -> HIDDEN -> OUT) and the sigmoid. Recomputed per tile (a few thousand MACs) instead
-    # of a launch of its own; in exact FP32 whatever the matmul precision, as the torch path.
-    first = (pid_t * BLOCK_T) // SEG_LEN
-    valid = tl.load(len_ptr + b).to(tl.float32)
-    count_a = tl.minimum(tl.maximum(valid - first * SEG_LEN, 1.0), SEG_LEN * 1.0)
-    count_b = tl.minimum(tl.maximum(valid - (first + 1) * SEG_LEN, 1.0), SEG_LEN * 1.0)
-    offs_p = tl.arange(0, TILES_P2)
-    p_ok = (offs_p < TILES)[None, :]
-    tile_seg = ((offs_p * TILE) // SEG_LEN)[None, :]
-    col = tl.arange(0, 16)[None, :]  # two live columns, padded to the smallest dot shape
-    offs_h = tl.arange(0, HIDDEN)
-    z = tl.zeros((HIDDEN, 16), dtype=tl.float32)
-    # Over channel chunks, so that the sums and the weights stay small in registers.
-    for c0 in tl.static_range(0, C, GATE_K):
-        offs_c = c0 + tl.arange(0, GATE_K)
-        ptrs = seg_ptr + b * stride_sb + offs_c[:, None] * stride_sc + offs_p[None, :] * 2
-        part0 = tl.load(ptrs, mask=p_ok, other=0.0)  # each bottleneck tile's sum over its first segment
-        part1 = tl.load(ptrs + 1, mask=p_ok, other=0.0)  # and over the next one
-        total = tl.sum(part0 + part1, axis=1)
-        seg_a = tl.sum(
-            tl.where(tile_seg == first, part0, 0.0) + tl.where(tile_seg + 1 == first, part1, 0.0), axis=1
-        )
-        seg_b = tl.sum(
-            tl.where(tile_seg == first + 1, part0, 0.0) + tl.where(tile_seg == first, part1, 0.0), axis=1
-        )
-        mean = total / valid
-        context = tl.where(col == 0, (mean + seg_a / count_a)[:, None], 0.0) + tl.where(
-            col == 1, (mean + seg_b / count_b)[:, None], 0.0
-        )
-        w1 = tl.load(w1_ptr + offs_h[:, None] * C + offs_c[None, :])
-        z += tl.dot(w1, context, input_precision="ieee")
-    z = tl.maximum(z + tl.load(b1_ptr + offs_h)[:, None], 0.0)
-    w2 = tl.load(w2_ptr + offs_o[:, None] * HIDDEN + offs_h[None, :])
-    gates = tl.sigmoid(tl.dot(w2, z, input_precision="ieee") + tl.load(b2_ptr + offs_o)[:, None])
-    gate_a = tl.sum(tl.where(col == 0, gates, 0.0), axis=1)
-    gate_b = tl.sum(tl.where(col == 1, gates, 0.0), axis=1)
-    in_a = ((offs_t // SEG_LEN) == first)[None, :]
-    gate = tl.where(in_a, gate_a[:, None], gate_b[:, None])
-
     t_ok = offs_t < T
+    gate = tl.load(
+        g_ptr + b * stride_gb + offs_o[:, None] * stride_gc + (offs_t // SEG_LEN)[None, :],
+        mask=t_ok[None, :],
+        other=0.0,
+    )
     tl.store(
         out_ptr + b * stride_ob + offs_o[:, None] * stride_oc + offs_t[None, :],
         acc * gate,
@@ -347,7 +347,7 @@ def bottleneck(
     """out[b] = [mask *] [relu](weight @ relu(x[b] * scale + shift) [+ bias]); time stride 1.
 
     With `seg_parts` ([B, M, tiles, 2], see `segment_tiles`), also each time tile's sums over the
-    CAM segments it touches, for `local_conv_gate`.
+    CAM segments it touches, for `cam_gate`.
     """
     batch, c_in, frames = x.shape
     m = weight.shape[0]
@@ -388,35 +388,23 @@ def segment_tiles(batch: int, frames: int) -> tuple[int, int]:
     return triton.cdiv(frames, tile), tile
 
 
-def local_conv_gate(
-    h: torch.Tensor,
-    weight_taps: torch.Tensor,
-    dilation: int,
+def cam_gate(
     seg_parts: torch.Tensor,
     lengths: torch.Tensor,
     w1: torch.Tensor,
     b1: torch.Tensor,
     w2: torch.Tensor,
     b2: torch.Tensor,
-    out: torch.Tensor,
+    gate: torch.Tensor,
 ) -> None:
-    """out = conv1d(h, k=3, dilation) * CAM gate of each frame's segment; weight_taps is [3, 32, C].
+    """gate[b, :, s] = sigmoid(w2 @ relu(w1 @ (utterance mean + segment s mean) + b1) + b2).
 
-    The gate of segment s is sigmoid(w2 @ relu(w1 @ (utterance mean + segment mean) + b1) + b2),
-    the means taken over valid frames (`lengths`) from the bottleneck's per-tile segment sums
-    `seg_parts` [B, C, tiles, 2] of its masked output `h`.
+    `seg_parts` [B, C, tiles, 2] holds the bottleneck's per-tile segment sums of its masked output.
     """
-    batch, channels, frames = h.shape
-    cfg = _config("local", batch)
-    if cfg["BLOCK_T"] > SEG:
-        raise ValueError(f"local conv tiles must not be wider than a CAM segment ({SEG} frames)")
-    tiles, tile = segment_tiles(batch, frames)
-    grid = (triton.cdiv(frames, cfg["BLOCK_T"]), batch)
-    _local_conv_gate_kernel[grid](
-        h,
-        h.stride(0),
-        h.stride(1),
-        weight_taps,
+    batch, channels, tiles, _ = seg_parts.shape
+    _, tile = segment_tiles(batch, 1)
+    segments = gate.shape[2]
+    _cam_gate_kernel[(segments, batch)](
         seg_parts,
         seg_parts.stride(0),
         seg_parts.stride(1),
@@ -425,19 +413,43 @@ def local_conv_gate(
         b1,
         w2,
         b2,
+        gate,
+        gate.stride(0),
+        gate.stride(1),
+        tiles,
+        C=channels,
+        HIDDEN=w1.shape[0],
+        OUT=w2.shape[0],
+        SEG_LEN=SEG,
+        TILE=tile,
+        TILES_P2=triton.next_power_of_2(tiles),
+        num_warps=CONFIG["gate"]["num_warps"],
+    )
+
+
+def local_conv_gate(
+    h: torch.Tensor, weight_taps: torch.Tensor, dilation: int, gate: torch.Tensor, out: torch.Tensor
+) -> None:
+    """out = conv1d(h, k=3, dilation) * gate[segment of each frame]; weight_taps is [3, 32, C]."""
+    batch, channels, frames = h.shape
+    cfg = _config("local", batch)
+    grid = (triton.cdiv(frames, cfg["BLOCK_T"]), batch)
+    _local_conv_gate_kernel[grid](
+        h,
+        h.stride(0),
+        h.stride(1),
+        weight_taps,
+        gate,
+        gate.stride(0),
+        gate.stride(1),
         out,
         out.stride(0),
         out.stride(1),
         frames,
         dilation,
-        tiles,
         C=channels,
-        HIDDEN=w1.shape[0],
         OUT=weight_taps.shape[1],
         SEG_LEN=SEG,
-        TILE=tile,
-        TILES_P2=triton.next_power_of_2(tiles),
-        GATE_K=min(32, channels),
         PRECISION=_precision(),
         **cfg,
     )

@@ -83,10 +83,13 @@ def main() -> int:
     context = seg_sums.sum(-1, keepdim=True) / lengths[:, None, None] + seg_sums / counts[:, None, :]
     ref_gate = torch.sigmoid(F.conv1d(F.conv1d(context, w1[..., None], b1).relu(), w2[..., None], b2))
 
+    gate = torch.empty(batch, 32, segments)
+    tk.cam_gate(parts, lengths, w1, b1, w2, b2, gate)
+    assert torch.allclose(gate, ref_gate, atol=1e-5), (gate - ref_gate).abs().max()
+
     local = torch.randn(32, 128, 3, generator=g) * 0.1
     out = buf[:, c_in : c_in + 32]
-    taps = local.permute(2, 0, 1).contiguous()
-    tk.local_conv_gate(h, taps, 2, parts, lengths, w1, b1, w2, b2, out)
+    tk.local_conv_gate(h, local.permute(2, 0, 1).contiguous(), 2, gate, out)
     y = F.conv1d(h, local, padding=2, dilation=2)
     ref_out = (y.view(batch, 32, segments, 100) * ref_gate[..., None]).view(batch, 32, frames)
     assert torch.allclose(buf[:, c_in : c_in + 32], ref_out, atol=1e-4), (out - ref_out).abs().max()

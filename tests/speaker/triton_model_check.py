@@ -1,5 +1,5 @@
 """Run in a subprocess with TRITON_INTERPRET=1: the whole CAM++ forward through the Triton kernels
-against the torch path, for references of different lengths and NaN in the padded frames.
+(with the torch front end and with the Triton one) against the torch path, for references of different lengths and NaN in the padded frames.
 
     triton_model_check.py CAMPPLUS_ONNX
 """
@@ -18,19 +18,20 @@ def main() -> int:
     torch.backends.cuda.matmul.allow_tf32 = False
     weights = read_weights(sys.argv[1])
     reference = FusedCampplus(weights, "cpu", "torch")
-    fused = FusedCampplus(weights, "cpu", "triton")
+    fused = {front: FusedCampplus(weights, "cpu", "triton", front) for front in ("torch", "triton")}
     g = torch.Generator().manual_seed(1)
     feats = torch.randn(2, 400, 80, generator=g)
     lengths = torch.tensor([400, 237])  # 200 and 119 frames after the TDNN: a partial segment
     feats[1, 300:] = float("nan")
     with torch.no_grad():
         expected = reference(feats, lengths)
-        got = fused(feats, lengths)
-    diff = (expected - got).abs().max().item()
-    scale = expected.abs().max().item()
-    print(f"max |diff| {diff:.3e} of {scale:.3e}")
-    assert torch.isfinite(got).all()
-    assert diff <= 1e-5 * max(scale, 1.0), diff
+        for front, model in fused.items():
+            got = model(feats, lengths)
+            diff = (expected - got).abs().max().item()
+            scale = expected.abs().max().item()
+            print(f"front end {front}: max |diff| {diff:.3e} of {scale:.3e}")
+            assert torch.isfinite(got).all()
+            assert diff <= 1e-5 * max(scale, 1.0), diff
     print("triton model matches torch")
     return 0
 
