@@ -24,7 +24,7 @@ import torch
 
 from omni_deploy.speaker.bench import as_json, format_table, measure, run_bench
 from omni_deploy.speaker.encoder import get_encoder
-from omni_deploy.speaker.fbank import fbank
+from omni_deploy.speaker.fbank import SAMPLE_RATE, fbank
 from omni_deploy.speaker.fused_model import padded_length
 from omni_deploy.speaker.inputs import synthetic, synthetic_one
 from omni_deploy.speaker.parity import features_of, run_parity, summary
@@ -63,7 +63,7 @@ def kernel_count(encoder: Any, feat: torch.Tensor) -> int:
 def waveform_graph_check(encoder: Any) -> dict[str, float]:
     """The waveform graphs (fbank inside) against fbank run eagerly, then the feature graphs."""
     waves = [torch.from_numpy(r.waveform).to(encoder.device) for r in synthetic(32, seed=21)]
-    direct = encoder.embed_waveforms(waves, 16000)
+    direct = encoder.embed_waveforms(waves, SAMPLE_RATE)
     staged = encoder.embed_features(fbank(waves))
     cosine = torch.nn.functional.cosine_similarity(direct, staged, dim=-1)
     scale = staged.norm(dim=-1, keepdim=True)

@@ -118,7 +118,7 @@ class SpeakerEncoder:
         batch = len(items)
         width = graph.inputs.shape[1]
         if graph.inputs.dim() == 3 and batch > 2 and all(i.device == graph.inputs.device for i in items):
-            # Features already on the device: one gather-free scatter instead of a copy per item.
+            # Features already on the device: one scatter instead of a copy per item.
             sizes = np.asarray(lengths)
             starts = np.cumsum(sizes) - sizes
             rows = np.arange(sizes.sum()) - np.repeat(starts - np.arange(batch) * width, sizes)
@@ -147,6 +147,12 @@ class SpeakerEncoder:
             padded[i, : f.shape[0]] = f
         return self.model(padded, torch.tensor(lengths, device=self.device))
 
+    def _run_waves(self, waves: list[torch.Tensor]) -> torch.Tensor:
+        samples = [int(w.shape[0]) for w in waves]
+        graph = self._graph_for("waveforms", len(waves), padded_length(max(num_frames(n) for n in samples)))
+        assert graph is not None  # embed_waveforms checked that these lengths have graphs
+        return self._replay(graph, waves, samples)
+
     def embed_features(self, feats: list[torch.Tensor]) -> torch.Tensor:
         """[B, 192] raw embeddings of mean-subtracted [T, 80] features (T may differ per item)."""
         if not feats:
@@ -159,10 +165,7 @@ class SpeakerEncoder:
                 raise ValueError("a reference needs at least 2 feature frames (about 35 ms of audio)")
             checked.append(f.to(self.device, torch.float32))
         with self._lock, torch.no_grad(), precision_scope(self.allow_tf32, self.cudnn_tf32):
-            out = []
-            for start in range(0, len(checked), BATCH_BUCKETS[-1]):
-                out.append(self._run_padded(checked[start : start + BATCH_BUCKETS[-1]]))
-            return out[0] if len(out) == 1 else torch.cat(out)
+            return _in_chunks(checked, self._run_padded)
 
     def embed_waveforms(self, waveforms: list[Any], sample_rate: int) -> torch.Tensor:
         """[B, 192] raw embeddings of mono waveforms in [-1, 1] (resampled to 16 kHz if needed)."""
@@ -174,24 +177,21 @@ class SpeakerEncoder:
             return torch.empty(0, EMBED_DIM, device=self.device)
         if min(num_frames(int(t.shape[0])) for t in tensors) < 2:
             raise ValueError("a reference needs at least 2 feature frames (about 35 ms of audio)")
-        if self._use_graphs():
+        longest = padded_length(max(num_frames(int(t.shape[0])) for t in tensors))
+        if self._use_graphs() and longest <= MAX_GRAPH_FRAMES:
             with self._lock, torch.no_grad(), precision_scope(self.allow_tf32, self.cudnn_tf32):
-                out = []
-                for start in range(0, len(tensors), BATCH_BUCKETS[-1]):
-                    chunk = tensors[start : start + BATCH_BUCKETS[-1]]
-                    samples = [int(t.shape[0]) for t in chunk]
-                    frames = padded_length(max(num_frames(n) for n in samples))
-                    graph = self._graph_for("waveforms", len(chunk), frames)
-                    if graph is None:
-                        break
-                    out.append(self._replay(graph, chunk, samples))
-                else:
-                    return out[0] if len(out) == 1 else torch.cat(out)
+                return _in_chunks(tensors, self._run_waves)
         return self.embed_features(fbank(tensors))
 
     def __call__(self, feat: torch.Tensor) -> torch.Tensor:
         """vllm-omni's speaker-model contract: [T, 80] features in, [1, 192] on this device out."""
         return self.embed_features([feat])
+
+
+def _in_chunks(items: list[torch.Tensor], run: Callable[[list[torch.Tensor]], torch.Tensor]) -> torch.Tensor:
+    """`run` over slices of at most the largest batch bucket, the results joined in order."""
+    out = [run(items[start : start + BATCH_BUCKETS[-1]]) for start in range(0, len(items), BATCH_BUCKETS[-1])]
+    return out[0] if len(out) == 1 else torch.cat(out)
 
 
 _MODELS: dict[tuple[str, float, str, str], FusedCampplus] = {}

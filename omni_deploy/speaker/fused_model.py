@@ -164,6 +164,13 @@ def default_front_end() -> str:
     return "triton" if os.environ.get("OMNI_DEPLOY_SPK_FRONT_END") == "triton" else "torch"
 
 
+def _bias(conv: Conv) -> torch.Tensor:
+    """The bias of a conv that a norm was folded into (which always gives it one)."""
+    if conv.bias is None:
+        raise SpeakerModelError("a conv with a folded norm has no bias")
+    return conv.bias
+
+
 @dataclass
 class TritonDense:
     """A dense layer's tensors in the layouts the kernels read."""
@@ -253,17 +260,11 @@ class FusedCampplus:
         self.dense_weight = dense_conv.weight.squeeze(-1)
         self.dense_bias = dense_conv.bias
         w.check_complete()
-        self._biases: dict[tuple[int, ...], torch.Tensor] = {}
-        if self.backend == "triton" and self.front_end == "triton":
-            groups: list[tuple[Conv, ...]] = [(self.head_conv1,), (self.head_conv2,), (self.tdnn,)]
-            for _, conv1, conv2, shortcut in self.res_blocks:
-                groups += [(conv1,), (conv2,) if shortcut is None else (conv2, shortcut)]
-            for group in groups:
-                total = torch.zeros(group[0].weight.shape[0], device=self.device)
-                for conv in group:
-                    if conv.bias is not None:
-                        total += conv.bias
-                self._biases[tuple(id(c) for c in group)] = total
+        # For the Triton front end: a residual block's second conv and its shortcut share one bias.
+        self.block_biases = [
+            _bias(conv2) if shortcut is None else _bias(conv2) + _bias(shortcut)
+            for _, _, conv2, shortcut in self.res_blocks
+        ]
         self.triton_blocks: list[tuple[list[TritonDense], torch.Tensor, torch.Tensor, torch.Tensor]] = []
         if self.backend == "triton":
             for dense, transit_bn, transit in self.blocks:
@@ -352,33 +353,24 @@ class FusedCampplus:
         stats = torch.cat([mean, var.sqrt()], dim=-1)
         return F.linear(stats, self.dense_weight, self.dense_bias)
 
-    def _bias(self, *convs: Conv) -> torch.Tensor:
-        """The summed biases of convs whose outputs are added (made once, before any capture)."""
-        return self._biases[tuple(id(c) for c in convs)]
-
     def _forward_triton(self, feats: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
         """The same computation in fewer launches: what a CUDA graph replays per reference."""
         from omni_deploy.speaker import triton_kernels as tk
 
         x, mask1, mask2, half_lengths = tk.prepare(feats, lengths)
         # cuDNN convs without bias; bias, residual, ReLU and mask in one pass after each.
-        x = tk.bias_relu_mask(
-            F.conv2d(x, self.head_conv1.weight, padding=1), self._bias(self.head_conv1), mask1
-        )
-        for stride, conv1, conv2, shortcut in self.res_blocks:
+        x = tk.bias_relu_mask(F.conv2d(x, self.head_conv1.weight, padding=1), _bias(self.head_conv1), mask1)
+        for (stride, conv1, conv2, shortcut), bias in zip(self.res_blocks, self.block_biases, strict=True):
             out = F.conv2d(x, conv1.weight, stride=(stride, 1), padding=1)
-            tk.bias_relu_mask(out, self._bias(conv1), mask1)
+            tk.bias_relu_mask(out, _bias(conv1), mask1)
             out = F.conv2d(out, conv2.weight, padding=1)
-            if shortcut is None:
-                x = tk.bias_relu_mask(out, self._bias(conv2), mask1, x)
-            else:
-                residual = F.conv2d(x, shortcut.weight, stride=(stride, 1))
-                x = tk.bias_relu_mask(out, self._bias(conv2, shortcut), mask1, residual)
+            residual = x if shortcut is None else F.conv2d(x, shortcut.weight, stride=(stride, 1))
+            x = tk.bias_relu_mask(out, bias, mask1, residual)
         x = F.conv2d(x, self.head_conv2.weight, stride=(2, 1), padding=1)
-        tk.bias_relu_mask(x, self._bias(self.head_conv2), mask1)
+        tk.bias_relu_mask(x, _bias(self.head_conv2), mask1)
         x = x.reshape(x.shape[0], x.shape[1] * x.shape[2], x.shape[3])
         x = F.conv1d(x, self.tdnn.weight, stride=2, padding=2)
-        x = self._xvector_triton(x, mask2, half_lengths, self._bias(self.tdnn))
+        x = self._xvector_triton(x, mask2, half_lengths, _bias(self.tdnn))
         return F.linear(tk.stats_pool(x, half_lengths), self.dense_weight, self.dense_bias)
 
     def _xvector_torch(

@@ -9,8 +9,8 @@ Eager CAM++ is launch-bound: about a thousand small kernels for 1.6 GMAC. Each d
 3. `local_conv_gate`: the dilated k3 conv to 32 channels as three shifted GEMMs, multiplied by
    the gate of each frame's segment, stored straight into the block's channel buffer.
 (A version that computed the gate inside `local_conv_gate`, one launch fewer per layer, timed
-slower on an H200, most likely because every time tile then repeats the MLP: docs/benchmarks.md.) The transit layers reuse
-`bottleneck`. Around the dense blocks, `prepare` makes the masked input and the masks in one
+slower on an H200, most likely because every time tile then repeats the MLP: docs/benchmarks.md.)
+The transit layers reuse `bottleneck`. Around the dense blocks, `prepare` makes the masked input and the masks in one
 launch, `bias_relu_mask` is the epilogue of the bias-free cuDNN convs of the front end (bias,
 residual add, ReLU, mask) and `stats_pool` the masked statistics pooling. Tile sizes differ below
 and from LARGE_BATCH references. Matmul precision follows torch's matmul TF32 flag.
