@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import re
 
-RELEASED = "0.30.0"
+# Releases that ship deploy YAMLs, oldest first: the ones `omni_deploy.knowledge.generate` reads
+# (0.18.0 and older have no deploy/ folder). Add the next release here, then regenerate.
+RELEASES: tuple[str, ...] = ("0.20.0", "0.22.0", "0.24.0", "0.26.0", "0.28.0", "0.30.0")
+RELEASED = RELEASES[-1]
 MAIN = "main"
 
 
