@@ -20,6 +20,11 @@ def _parts(version: str) -> tuple[int, ...]:
     return tuple(int(n) for n in numbers[:3]) or (0,)
 
 
+def parts(version: str) -> tuple[int, ...]:
+    """A version's numbers for ordering: "0.30.0rc1" -> (0, 30, 0)."""
+    return _parts(version)
+
+
 def is_known_target(version: str) -> bool:
     return version == MAIN or bool(re.match(r"^\d+(\.\d+){0,2}", version))
 

@@ -1,0 +1,164 @@
+"""What the vllm-omni a file is checked against reads: from the committed data for a release, or
+from the installed package's own source, read at run time, for a version the data does not know.
+
+Never imported, never guessed: a target with no code to read (e.g. `main` with no main checkout
+installed) is checked against the newest release's reads, and says so.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from omni_deploy.knowledge.versions import MAIN, RELEASES, parts
+
+DATA_FILE = Path(__file__).with_name("upstream_keys.json")
+
+# Keys omni-deploy's own vLLM plugin (omni_deploy/integrations/vllm_plugin.py) reads from the
+# Code2Wav connector's extra, whatever the vllm-omni version.
+PLUGIN_READS = {("code2wav", "token2wav_device_spk"), ("code2wav", "token2wav_allow_tf32")}
+
+
+@dataclass(frozen=True)
+class KeyRead:
+    """One key as one vllm-omni version reads it."""
+
+    at: tuple[str, ...]  # file:line upstream (relative to site-packages)
+    default: Any = None
+    has_default: bool = False
+    default_code: str | None = None
+    refused: bool = False
+
+
+@dataclass
+class TargetReads:
+    version: str  # what the user asked for (or the installed version)
+    basis: str  # the version whose code answers: a release, or the installed version
+    source: str  # in words, for messages: "vllm-omni 0.28.0 (committed data)", "installed vllm-omni ..."
+    places: dict[str, dict[str, KeyRead]] = field(default_factory=dict)
+    legacy_stage_args: str | None = None  # file:line where this version still accepts `stage_args` files
+    exact: bool = True  # False: no code of `version` was available; `basis` stands in for it
+
+    def reads(self, place: str, key: str) -> KeyRead | None:
+        return self.places.get(place, {}).get(key)
+
+    def keys(self, place: str) -> dict[str, KeyRead]:
+        return self.places.get(place, {})
+
+
+@cache
+def data() -> dict[str, Any]:
+    loaded: dict[str, Any] = json.loads(DATA_FILE.read_text(encoding="utf-8"))
+    return loaded
+
+
+def _entry(raw: dict[str, Any]) -> KeyRead:
+    return KeyRead(
+        tuple(raw["at"]),
+        raw.get("default"),
+        "default" in raw,
+        raw.get("default_code"),
+        bool(raw.get("refused")),
+    )
+
+
+def release_reads(version: str) -> TargetReads:
+    """The committed reads of one release in RELEASES."""
+    places: dict[str, dict[str, KeyRead]] = {}
+    for place, keys in data()["keys"].items():
+        for key, info in keys.items():
+            raw = info["read_by"].get(version)
+            if raw is not None:
+                places.setdefault(place, {})[key] = _entry(raw)
+    legacy = data()["legacy_stage_args"].get(version)
+    return TargetReads(version, version, f"vllm-omni {version}", places, legacy)
+
+
+def versions_reading(place: str, key: str) -> list[str]:
+    """Releases whose code reads `key` at `place`, oldest first."""
+    info = data()["keys"].get(place, {}).get(key)
+    return [v for v in data()["versions"] if info and v in info["read_by"]]
+
+
+def describe_versions(versions: list[str]) -> str:
+    """'0.26.0-0.30.0', '0.20.0, 0.24.0', or 'no release'."""
+    if not versions:
+        return "no release"
+    everything = list(data()["versions"])
+    first, last = everything.index(versions[0]), everything.index(versions[-1])
+    if everything[first : last + 1] == versions:
+        return versions[0] if first == last else f"{versions[0]}-{versions[-1]}"
+    return ", ".join(versions)
+
+
+def _release_for(version: str) -> str | None:
+    """The release whose code `version` runs: exact, or the same major.minor (a patch release)."""
+    if version in RELEASES:
+        return version
+    same = [r for r in RELEASES if parts(r)[:2] == parts(version)[:2]]
+    return same[-1] if same else None
+
+
+def resolve_target(
+    version: str, installed: str | None = None, installed_root: Path | None = None
+) -> TargetReads:
+    """What `version` reads. `installed`/`installed_root`: the installed vllm-omni, if any (the
+    folder that holds the `vllm_omni` package)."""
+    release = _release_for(version) if version != MAIN else None
+    if release is not None:
+        reads = release_reads(release)
+        reads.version = version
+        return reads
+    if installed_root is not None and installed is not None and (version in (installed, MAIN)):
+        return installed_reads(installed, installed_root)
+    newest = RELEASES[-1]
+    reads = release_reads(newest)
+    reads.version, reads.exact = version, False
+    older = version != MAIN and parts(version) < parts(RELEASES[0])
+    why = "older than any release with deploy files" if older else "no code of it is installed"
+    reads.source = f"vllm-omni {newest} (standing in for {version}: {why})"
+    return reads
+
+
+def installed_reads(version: str, root: Path) -> TargetReads:
+    """Read the installed package's source (cached by its files' hashes)."""
+    from omni_deploy.knowledge.code_reader import legacy_stage_args, read_tree, tree_digest
+    from omni_deploy.knowledge.generate import version_entry
+
+    digest = tree_digest(root)
+    cached = _cache_dir() / f"reads-{digest[:32]}.json"
+    payload: dict[str, Any] | None = None
+    if cached.is_file():
+        try:
+            payload = json.loads(cached.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            payload = None
+    if payload is None:
+        payload = {"places": version_entry(read_tree(root)), "legacy_stage_args": legacy_stage_args(root)}
+        try:
+            cached.parent.mkdir(parents=True, exist_ok=True)
+            cached.write_text(json.dumps(payload), encoding="utf-8")
+        except OSError:
+            pass  # a read-only home only costs the next run a re-read
+    places = {
+        place: {key: _entry(raw) for key, raw in keys.items()} for place, keys in payload["places"].items()
+    }
+    source = f"installed vllm-omni {version} at {root / 'vllm_omni'} (its source, read now)"
+    return TargetReads(version, version, source, places, payload["legacy_stage_args"])
+
+
+def _cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "omni-deploy"
+
+
+def for_host(version: str) -> TargetReads:
+    """What `version` reads, with the installed vllm-omni (if any) consulted for unreleased code."""
+    from omni_deploy.bundled import installed_version, installed_vllm_omni_dir
+
+    package = installed_vllm_omni_dir()
+    return resolve_target(version, installed_version("vllm-omni"), package.parent if package else None)
