@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from omni_deploy.codes import Code, lookup
+
 
 @dataclass(frozen=True)
 class Location:
@@ -22,8 +24,6 @@ class Location:
 class OmniDeployError(Exception):
     """Base class of every error the tool reports to the user without a traceback."""
 
-    code = "E000"
-
 
 class ConfigError(OmniDeployError):
     """A deploy file cannot be loaded, chained or merged."""
@@ -33,14 +33,15 @@ class ConfigError(OmniDeployError):
         message: str,
         location: Location | None = None,
         *,
-        code: str = "E100",
+        code: Code | str,
         hint: str | None = None,
         path: str | None = None,
     ) -> None:
         super().__init__(message)
         self.message = message
         self.location = location
-        self.code = code
+        # A plain id is looked up so that an undeclared code fails at once (KeyError in tests).
+        self.code = (lookup(code) if isinstance(code, str) else code).id
         self.hint = hint
         self.path = path
 

@@ -98,6 +98,19 @@ def query_gpus() -> tuple[list[str], str]:
     return names, f"nvidia-smi: {len(names)} GPU(s)"
 
 
+def detect_platform() -> str | None:
+    """The accelerator platform of this host, from the vendor tool on PATH (None: none found)."""
+    for tool, platform in (
+        ("nvidia-smi", "cuda"),
+        ("rocm-smi", "rocm"),
+        ("npu-smi", "npu"),
+        ("xpu-smi", "xpu"),
+    ):
+        if shutil.which(tool):
+            return platform
+    return None
+
+
 def probe_host() -> HostCaps:
     gpus, how = query_gpus()
     return HostCaps(

@@ -59,19 +59,17 @@ def explain(
     stages, devices and Code2Wav knobs per platform.
     """
     from omni_deploy.commands.options import default_file_name
-    from omni_deploy.commands.validate import default_target_version
-    from omni_deploy.config.platform import apply_platform
     from omni_deploy.config.yaml_loader import display_path
+    from omni_deploy.deployment import Deployment
     from omni_deploy.host import assumed_host, probe_host
+    from omni_deploy.knowledge.versions import default_target_version
     from omni_deploy.resolve.overview import overview
     from omni_deploy.resolve.speaker import decide
-    from omni_deploy.validate.context import Context, Options
-    from omni_deploy.validate.runner import platforms_to_check
 
     name = default_file_name(file)
-    ctx = Context.load(name, Options(pipeline=pipeline))
-    resolved, info = ctx.resolved, ctx.pipeline
-    extra, extra_path = ctx.code2wav_extra(), ctx.code2wav_extra_path
+    deployment = Deployment.load(name, pipeline=pipeline)
+    info = deployment.pipeline
+    extra, extra_path = deployment.code2wav_extra(), deployment.code2wav_extra_path
     target = target_version or default_target_version()
     host = probe_host() if probe else assumed_host(target)
     platforms: tuple[str, ...]
@@ -80,7 +78,7 @@ def explain(
     elif platform is not None:
         platforms = (platform,)
     else:
-        platforms = platforms_to_check(resolved.config, Options())
+        platforms = deployment.default_platforms()
     override = None if spk_backend == "auto" else spk_backend
     decisions = {p: decide(p, info, extra, extra_path, dict(os.environ), host, override) for p in platforms}
     result: dict[str, Any] = {"file": name, "pipeline": info.name, "pipeline_source": info.source}
@@ -88,15 +86,14 @@ def explain(
         result["platforms"] = {p: d.as_dict() for p, d in decisions.items()}
     else:
         result["platforms"] = {
-            p: overview(apply_platform(resolved.config, p), info, extra, decisions[p].speaker_backend)
-            for p in platforms
+            p: overview(deployment.on(p), info, extra, decisions[p].speaker_backend) for p in platforms
         }
     if probe or not backend:
         result["host"] = host.as_dict()
     if fmt == "json":
         click.echo(json.dumps(result, indent=2, default=str))
         return 0
-    click.echo(f"file: {display_path(resolved.top)}")
+    click.echo(f"file: {display_path(deployment.top)}")
     click.echo(f"pipeline: {info.name or 'unknown'} ({info.source})")
     if probe:
         gpus = ", ".join(host.gpus) or "none"

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import click
 
-from omni_deploy.config.load import load_effective
 from omni_deploy.config.render import (
     to_json,
     to_json_with_origins,
@@ -34,16 +33,18 @@ def render(file: str | None, platform: str, show_origin: bool, fmt: str) -> int:
     Nothing is written to disk.
     """
     from omni_deploy.commands.options import default_file_name
+    from omni_deploy.deployment import Deployment
 
-    effective = load_effective(default_file_name(file), None if platform == "none" else platform)
-    config = effective.config
+    deployment = Deployment.load(default_file_name(file))
+    applied = deployment.on(platform) if platform != "none" else None
+    config = applied.config if applied is not None else deployment.config
     if fmt == "json":
         click.echo(to_json_with_origins(config) if show_origin else to_json(config))
         return 0
-    chain = " <- ".join(display_path(p) for p in effective.resolved.chain)
+    chain = " <- ".join(display_path(p) for p in deployment.chain)
     header = f"# Rendered by omni-deploy from {chain}"
     header += f"; platform {platform} applied\n" if platform != "none" else "\n"
-    for skipped in effective.applied.skipped if effective.applied else []:
+    for skipped in applied.skipped if applied else []:
         header += (
             f"# note: platforms.{platform} entry for stage_id {skipped.stage_id!r} at "
             f"{skipped.origin.location} matches no stage and is skipped\n"

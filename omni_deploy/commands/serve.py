@@ -24,20 +24,6 @@ def _env_pairs(values: tuple[str, ...]) -> dict[str, str]:
     return out
 
 
-def detect_platform() -> str | None:
-    import shutil
-
-    for tool, platform in (
-        ("nvidia-smi", "cuda"),
-        ("rocm-smi", "rocm"),
-        ("npu-smi", "npu"),
-        ("xpu-smi", "xpu"),
-    ):
-        if shutil.which(tool):
-            return platform
-    return None
-
-
 @click.command(context_settings={"ignore_unknown_options": False})
 @click.argument("file", required=False, metavar="[FILE]")
 @click.option("--model", default=None, help="Model path or hub id (default: openbmb/MiniCPM-o-4_5).")
@@ -108,10 +94,10 @@ def serve(
     --omni-master-address A --omni-master-port P, --worker-backend ray --ray-address A).
     """
     from omni_deploy.commands.options import default_file_name
-    from omni_deploy.commands.validate import default_target_version
     from omni_deploy.config.render import to_yaml
     from omni_deploy.config.yaml_loader import display_path
-    from omni_deploy.host import probe_host
+    from omni_deploy.host import detect_platform, probe_host
+    from omni_deploy.knowledge.versions import default_target_version
     from omni_deploy.resolve.speaker import decide
     from omni_deploy.serve.plan import (
         DEFAULT_MODEL,
@@ -149,13 +135,12 @@ def serve(
         click.echo("omni-deploy: validation failed; nothing started", err=True)
         return 1
 
-    from omni_deploy.config.nodes import Map, Origin, to_plain
+    from omni_deploy.config.nodes import Origin, to_plain
 
-    # Validation resolved the file and applied the platform already: use what it saw.
-    ctx = report.context
-    assert ctx is not None
-    applied = ctx.applied[chosen]
-    found = ctx.code2wav_connector()
+    # Validation loaded the file and applied the platform already: use what it saw.
+    deployment = report.deployment
+    assert deployment is not None
+    applied = deployment.on(chosen)
     override = None if spk_backend == "auto" else spk_backend
     host_caps = probe_host()
     if skip_preflight or dry_run:
@@ -163,23 +148,18 @@ def serve(
         host_caps.torch = host_caps.onnx = host_caps.plugin_registered = True
     decision = decide(
         chosen,
-        ctx.pipeline,
-        ctx.code2wav_extra(),
-        ctx.code2wav_extra_path,
+        deployment.pipeline,
+        deployment.code2wav_extra(),
+        deployment.code2wav_extra_path,
         dict(os.environ),
         host_caps,
         override,
     )
 
     # The rendered config carries the override too, so vllm-omni and the plugin agree.
-    rendered_extra = None
-    if found is not None:
-        connectors = applied.config.get("connectors")
-        connector = connectors.get(found[0]) if isinstance(connectors, Map) else None
-        rendered_extra = connector.get("extra") if isinstance(connector, Map) else None
     notes = apply_speaker_override(
         applied.config,
-        rendered_extra if isinstance(rendered_extra, Map) else None,
+        deployment.code2wav_extra_on(chosen),
         override,
         Origin("--spk-backend", 0, 0, "override"),
     )
@@ -203,7 +183,7 @@ def serve(
     directory = make_run_dir(run_dir)
     config_path = directory / "deploy.yaml"
     header = (
-        f"# Rendered by omni-deploy serve from {display_path(ctx.resolved.top)} for platform {chosen}\n"
+        f"# Rendered by omni-deploy serve from {display_path(deployment.top)} for platform {chosen}\n"
         + "".join(f"# {n}\n" for n in notes)
     )
     write_new(config_path, to_yaml(applied.config, header))
@@ -212,7 +192,7 @@ def serve(
     record: dict[str, Any] = plan_record(
         plan,
         {
-            "deploy_file": str(ctx.resolved.top),
+            "deploy_file": str(deployment.top),
             "platform": chosen,
             "target_version": target,
             "versions": preflight.versions,

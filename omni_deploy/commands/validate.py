@@ -6,13 +6,9 @@ from pathlib import Path
 
 import click
 
-from omni_deploy.bundled import default_deploy_file, installed_version
+from omni_deploy.bundled import default_deploy_file
 from omni_deploy.config.stage_schema import PLATFORMS
-from omni_deploy.knowledge.versions import RELEASED, is_known_target
-
-
-def default_target_version() -> str:
-    return installed_version("vllm-omni") or RELEASED
+from omni_deploy.knowledge.versions import RELEASED, default_target_version, is_known_target
 
 
 @click.command()

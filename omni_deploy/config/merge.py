@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Hashable
 from dataclasses import dataclass, field
 
+from omni_deploy import codes
 from omni_deploy.config.nodes import Entry, Map, Node, Origin, Scalar, Seq, is_falsy, to_plain
 from omni_deploy.errors import ConfigError
 
@@ -55,7 +56,7 @@ def _as_map(node: Node | None, what: str, origin: Origin) -> Map:
         # Upstream writes `x or {}`: null, false, 0 and "" all read as an empty mapping.
         return _empty(node.origin if node is not None else origin)
     if not isinstance(node, Map):
-        raise ConfigError(f"{what} must be a mapping", node.origin.location, code="E120")
+        raise ConfigError(f"{what} must be a mapping", node.origin.location, code=codes.E120)
     return node
 
 
@@ -82,13 +83,13 @@ def merge_recursive(base: Map, update: Map) -> Map:
 
 def _stage_id(stage: Node, where: str) -> Hashable:
     if not isinstance(stage, Map):
-        raise ConfigError(f"each entry of {where} must be a mapping", stage.origin.location, code="E121")
+        raise ConfigError(f"each entry of {where} must be a mapping", stage.origin.location, code=codes.E121)
     sid = stage.get("stage_id")
     if sid is None:
-        raise ConfigError(f"an entry of {where} has no stage_id", stage.origin.location, code="E122")
+        raise ConfigError(f"an entry of {where} has no stage_id", stage.origin.location, code=codes.E122)
     value = to_plain(sid)
     if isinstance(value, (dict, list)):
-        raise ConfigError("stage_id must be an integer", sid.origin.location, code="E123")
+        raise ConfigError("stage_id must be an integer", sid.origin.location, code=codes.E123)
     return value
 
 
@@ -116,7 +117,7 @@ def merge_stage_lists(
         if seq is None or (isinstance(seq, Scalar) and not seq.value):
             continue
         if not isinstance(seq, Seq):
-            raise ConfigError(f"{path} must be a list", seq.origin.location, code="E124")
+            raise ConfigError(f"{path} must be a list", seq.origin.location, code=codes.E124)
         for stage in seq.items:
             sid = _stage_id(stage, path)
             if name == "overlay" and sid in by_id:

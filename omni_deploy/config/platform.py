@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Hashable
 from dataclasses import dataclass, field
 
+from omni_deploy import codes
 from omni_deploy.config.merge import DEEP_MERGE_KEYS, merge_recursive
 from omni_deploy.config.nodes import Entry, Map, Node, Origin, Scalar, Seq, retag, to_plain
 from omni_deploy.config.stage_schema import (
@@ -52,7 +53,7 @@ def _as_map(node: Node | None, what: str) -> Map | None:
     if node is None or (isinstance(node, Scalar) and node.value is None):
         return None
     if not isinstance(node, Map):
-        raise ConfigError(f"{what} must be a mapping", node.origin.location, code="E120")
+        raise ConfigError(f"{what} must be a mapping", node.origin.location, code=codes.E120)
     return node
 
 
@@ -79,12 +80,14 @@ def parse_stage(stage: Map) -> Map:
     if replicas is not None:
         value = replicas.node.value if isinstance(replicas.node, Scalar) else None
         if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-            raise ConfigError("num_replicas must be an integer", replicas.node.origin.location, code="E123")
+            raise ConfigError(
+                "num_replicas must be an integer", replicas.node.origin.location, code=codes.E123
+            )
         try:
             number = int(value)
         except ValueError:
             raise ConfigError(
-                "num_replicas must be an integer", replicas.node.origin.location, code="E123"
+                "num_replicas must be an integer", replicas.node.origin.location, code=codes.E123
             ) from None
         out.entries["num_replicas"] = Entry(replicas.key_origin, Scalar(number, replicas.node.origin))
     for key in _WRAPPER_ORDER[4:]:
@@ -120,7 +123,7 @@ def _check_runner(node: Node, what: str) -> str:
     value = to_plain(node)
     if value not in ("v1", "v2"):
         raise ConfigError(
-            f"{what} must be one of ('v1', 'v2'), got {value!r}", node.origin.location, code="E130"
+            f"{what} must be one of ('v1', 'v2'), got {value!r}", node.origin.location, code=codes.E130
         )
     return str(value)
 
@@ -143,7 +146,7 @@ def apply_platform(merged: Map, platform: str) -> PlatformApplied:
         raise ConfigError(
             f"model_runner v2 is not supported on {platform}",
             where,
-            code="E131",
+            code=codes.E370,
             hint="vllm-omni refuses to start; use model_runner: v1 for this platform",
         )
 
@@ -153,7 +156,7 @@ def apply_platform(merged: Map, platform: str) -> PlatformApplied:
     for stage in raw_stages:
         if not isinstance(stage, Map) or "stage_id" not in stage:
             raise ConfigError(
-                "each stage must be a mapping with a stage_id", stage.origin.location, code="E121"
+                "each stage must be a mapping with a stage_id", stage.origin.location, code=codes.E121
             )
         stages.append(parse_stage(stage))
     by_id: dict[Hashable, Map] = {to_plain(s.get("stage_id")): s for s in stages}
@@ -165,7 +168,7 @@ def apply_platform(merged: Map, platform: str) -> PlatformApplied:
             raise ConfigError(
                 f"each entry of platforms.{platform}.stages needs a stage_id",
                 ps.origin.location,
-                code="E122",
+                code=codes.E122,
             )
         sid = to_plain(ps.get("stage_id"))
         target = by_id.get(sid)

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import re
 
+from omni_deploy.bundled import installed_version
+
 # Releases that ship deploy YAMLs, oldest first: the ones `omni_deploy.knowledge.generate` reads
 # (0.18.0 and older have no deploy/ folder). Add the next release here, then regenerate.
 RELEASES: tuple[str, ...] = ("0.20.0", "0.22.0", "0.24.0", "0.26.0", "0.28.0", "0.30.0")
@@ -38,6 +40,11 @@ def reads(since: str, target: str, until: str | None = None) -> bool:
     if since == MAIN:
         return target == MAIN or _parts(target) > _parts(RELEASED)
     return target == MAIN or _parts(target) >= _parts(since)
+
+
+def default_target_version() -> str:
+    """The vllm-omni a file is checked against when none is named: the installed one, else RELEASED."""
+    return installed_version("vllm-omni") or RELEASED
 
 
 def major_minor(version: str) -> tuple[int, ...]:

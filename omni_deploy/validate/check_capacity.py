@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import replace
 
+from omni_deploy import codes
 from omni_deploy.config.nodes import Map, Node, Origin, Scalar, Seq, to_plain
 from omni_deploy.config.platform import PlatformApplied
 from omni_deploy.validate.context import Context
-from omni_deploy.validate.findings import ERROR, INFO, WARNING, Finding, at
+from omni_deploy.validate.findings import Finding, at
 
 GIB = 1024**3
 
@@ -71,8 +72,7 @@ def _memory_on(ctx: Context, platform: str, applied: PlatformApplied) -> list[Fi
                 at(
                     kv_node.origin,
                     ctx.file,
-                    ERROR,
-                    "E352",
+                    codes.E352,
                     f"$.stages[stage_id={sid}].kv_cache_memory_bytes",
                     f"on {platform}: a KV budget of {kv / GIB:.2f} GiB does not fit in this stage's share "
                     f"({util:g} x {gib:g} GiB = {util * gib:.2f} GiB)",
@@ -83,18 +83,17 @@ def _memory_on(ctx: Context, platform: str, applied: PlatformApplied) -> list[Fi
         if total <= 0.95:
             continue
         listing = ", ".join(f"stage {sid} {v:g}" for sid, v, _ in entries)
-        severity, code = (ERROR, "E350") if total > 1.0 + 1e-9 else (WARNING, "W351")
+        code = codes.E350 if total > 1.0 + 1e-9 else codes.W351
         last = entries[-1]
         findings.append(
             at(
                 last[2],
                 ctx.file,
-                severity,
                 code,
                 f"$.stages[stage_id={last[0]}].gpu_memory_utilization",
                 f"on {platform}: stages sharing device {device} ask for {total:.2f} of its memory ({listing})",
                 "lower gpu_memory_utilization or move a stage to another device"
-                if code == "E350"
+                if code is codes.E350
                 else "less than 5 % is left for CUDA graphs, cuDNN workspaces and fragmentation",
             )
         )
@@ -108,8 +107,7 @@ def _memory_on(ctx: Context, platform: str, applied: PlatformApplied) -> list[Fi
                     at(
                         last[2],
                         ctx.file,
-                        ERROR,
-                        "E352",
+                        codes.E352,
                         f"$.stages[stage_id={last[0]}].kv_cache_memory_bytes",
                         f"on {platform}: KV budgets on device {device} add up to {total / GIB:.2f} GiB, more than "
                         f"the {gib:g} GiB card ({listing})",
@@ -119,15 +117,15 @@ def _memory_on(ctx: Context, platform: str, applied: PlatformApplied) -> list[Fi
 
 
 def check_minicpmo_capacity(ctx: Context) -> list[Finding]:
-    known = ctx.pipeline.known
-    if not ctx.pipeline.is_minicpmo or known is None:
+    known = ctx.deployment.pipeline.known
+    if not ctx.deployment.pipeline.is_minicpmo or known is None:
         return []
     findings = []
-    code2wav = ctx.stage(known.code2wav_stage) if known.code2wav_stage is not None else None
+    code2wav = ctx.deployment.stage(known.code2wav_stage) if known.code2wav_stage is not None else None
     capacity = _number(code2wav.get("max_num_seqs")) if code2wav else None
-    extra = ctx.code2wav_extra()
+    extra = ctx.deployment.code2wav_extra()
     extra_path = "$.connectors[code2wav].extra"
-    found = ctx.code2wav_connector()
+    found = ctx.deployment.code2wav_connector()
     if found is not None:
         extra_path = f"$.connectors.{found[0]}.extra"
     sizes = extra.get("hift_graph_capture_batch_sizes") if extra else None
@@ -137,19 +135,18 @@ def check_minicpmo_capacity(ctx: Context) -> list[Finding]:
         path = f"{extra_path}.hift_graph_capture_batch_sizes"
         if any(v <= 0 for v in ints):
             findings.append(
-                at(sizes.origin, ctx.file, WARNING, "W360", path, "HiFT capture batch sizes must be positive")
+                at(sizes.origin, ctx.file, codes.W360, path, "HiFT capture batch sizes must be positive")
             )
         if len(set(ints)) != len(ints):
             findings.append(
-                at(sizes.origin, ctx.file, WARNING, "W360", path, "duplicated HiFT capture batch sizes")
+                at(sizes.origin, ctx.file, codes.W360, path, "duplicated HiFT capture batch sizes")
             )
         if capacity is not None and ints and all(v > capacity for v in ints):
             findings.append(
                 at(
                     sizes.origin,
                     ctx.file,
-                    WARNING,
-                    "W360",
+                    codes.W360,
                     path,
                     f"every HiFT capture batch size is above Code2Wav's max_num_seqs ({capacity:g}): "
                     "the graphs are never used",
@@ -162,8 +159,7 @@ def check_minicpmo_capacity(ctx: Context) -> list[Finding]:
             at(
                 node.origin if node else None,
                 ctx.file,
-                WARNING,
-                "W361",
+                codes.W361,
                 f"{extra_path}.micro_batch_size",
                 f"CFM micro_batch_size {micro:g} is above Code2Wav's max_num_seqs ({capacity:g})",
             )
@@ -185,8 +181,7 @@ def _initial_batch(ctx: Context, extra: Map, path: str) -> list[Finding]:
             at(
                 initial_node.origin,
                 ctx.file,
-                ERROR,
-                "E380",
+                codes.E380,
                 f"{path}.code2wav_initial_batch_size",
                 f"code2wav_initial_batch_size {initial:g} is below code2wav_min_batch_size {minimum:g}: "
                 "Code2Wav refuses to start",
@@ -214,8 +209,7 @@ def _talker_kv(ctx: Context, talker_id: int) -> list[Finding]:
                 at(
                     kv_node.origin,
                     ctx.file,
-                    INFO,
-                    "I362",
+                    codes.I362,
                     path,
                     f"on {platform}: whether {kv / GIB:.2f} GiB of Talker KV holds max_num_seqs x max_model_len = "
                     f"{seqs * length:,.0f} tokens is not checked: the bytes per token come from the model's config",
@@ -229,8 +223,7 @@ def _talker_kv(ctx: Context, talker_id: int) -> list[Finding]:
                 at(
                     kv_node.origin,
                     ctx.file,
-                    WARNING,
-                    "W362",
+                    codes.W362,
                     path,
                     f"on {platform}: the Talker's {kv / GIB:.2f} GiB of KV hold {tokens:,.0f} tokens "
                     f"({shape.bytes_per_token} bytes each, from {shape.source}), fewer than max_num_seqs x "
@@ -242,7 +235,7 @@ def _talker_kv(ctx: Context, talker_id: int) -> list[Finding]:
 
 def check_batched_tokens(ctx: Context) -> list[Finding]:
     findings = []
-    top_chunked = _number_bool(ctx.root.get("enable_chunked_prefill"))
+    top_chunked = _number_bool(ctx.deployment.config.get("enable_chunked_prefill"))
     for platform, applied in ctx.applied.items():
         for stage in applied.stages:
             chunked = _number_bool(_field(stage, "enable_chunked_prefill"))
@@ -255,8 +248,7 @@ def check_batched_tokens(ctx: Context) -> list[Finding]:
                     at(
                         batched_node.origin if batched_node else None,
                         ctx.file,
-                        WARNING,
-                        "W363",
+                        codes.W363,
                         f"$.stages[stage_id={sid}].max_num_batched_tokens",
                         f"on {platform}: max_num_batched_tokens {batched:g} < max_model_len {length:g} with chunked "
                         "prefill off: prompts longer than a step cannot be scheduled",

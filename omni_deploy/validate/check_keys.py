@@ -5,6 +5,8 @@ from __future__ import annotations
 import difflib
 from collections.abc import Callable, Iterable
 
+from omni_deploy import codes
+from omni_deploy.codes import Code
 from omni_deploy.config.nodes import Map, Node, Origin, Seq, child_path
 from omni_deploy.config.stage_schema import PLATFORMS
 from omni_deploy.knowledge.keys import (
@@ -17,7 +19,7 @@ from omni_deploy.knowledge.keys import (
 )
 from omni_deploy.knowledge.versions import MAIN, reads
 from omni_deploy.validate.context import Context
-from omni_deploy.validate.findings import ERROR, WARNING, Finding, at
+from omni_deploy.validate.findings import Finding, at
 
 TOP, STAGE, DUPLEX = by_place("top"), by_place("stage"), by_place("duplex_session")
 CONNECTOR, PLATFORM = by_place("connector"), by_place("platform")
@@ -49,10 +51,8 @@ class _KeyWalker:
         self.ctx = ctx
         self.findings: list[Finding] = []
 
-    def add(
-        self, origin: Origin | None, severity: str, code: str, path: str, message: str, hint: str | None
-    ) -> None:
-        self.findings.append(at(origin, self.ctx.file, severity, code, path, message, hint))
+    def add(self, origin: Origin | None, code: Code, path: str, message: str, hint: str | None) -> None:
+        self.findings.append(at(origin, self.ctx.file, code, path, message, hint))
 
     def mapping(
         self,
@@ -76,13 +76,12 @@ class _KeyWalker:
     def version(self, key: Key, path: str, origin: Origin) -> None:
         target = self.ctx.options.target_version
         if key.error_if_present:
-            self.add(origin, ERROR, "E311", path, key.error_if_present, None)
+            self.add(origin, codes.E311, path, key.error_if_present, None)
         elif not reads(key.since, target, key.until):
             who = "vllm-omni main (after 0.30.0)" if key.since == MAIN else f"vllm-omni >= {key.since}"
             self.add(
                 origin,
-                WARNING,
-                "W310",
+                codes.W310,
                 path,
                 f"'{key.name}' is read by {who} only; vllm-omni {target} ignores it",
                 "keep it for newer servers, or drop it",
@@ -91,21 +90,18 @@ class _KeyWalker:
 
 def check_keys(ctx: Context) -> list[Finding]:
     walker = _KeyWalker(ctx)
-    root = ctx.root
+    root = ctx.deployment.config
 
     def top_unknown(name: str, path: str, origin: Origin) -> None:
         hint = _elsewhere(name, "top") or _suggest(name, TOP)
-        walker.add(
-            origin, WARNING, "W301", path, f"unknown top-level key '{name}': vllm-omni ignores it", hint
-        )
+        walker.add(origin, codes.W301, path, f"unknown top-level key '{name}': vllm-omni ignores it", hint)
 
     walker.mapping(root, "$", "top", TOP, top_unknown)
 
     def duplex_unknown(name: str, path: str, origin: Origin) -> None:
         walker.add(
             origin,
-            ERROR,
-            "E304",
+            codes.E304,
             path,
             f"unknown duplex_session key '{name}': vllm-omni refuses to start",
             _suggest(name, DUPLEX),
@@ -116,18 +112,16 @@ def check_keys(ctx: Context) -> list[Finding]:
     for path, stage in _stage_entries(root):
         _check_stage(walker, stage, path)
 
-    connectors = ctx.connectors()
+    connectors = ctx.deployment.connectors()
     for name, connector in connectors.items() if connectors else []:
         base = child_path("$.connectors", name)
 
         def connector_unknown(key: str, path: str, origin: Origin) -> None:
-            walker.add(
-                origin, WARNING, "W306", path, f"unknown connector key '{key}'", _suggest(key, CONNECTOR)
-            )
+            walker.add(origin, codes.W306, path, f"unknown connector key '{key}'", _suggest(key, CONNECTOR))
 
         walker.mapping(connector, base, "connector", CONNECTOR, connector_unknown)
 
-    found = ctx.code2wav_connector()
+    found = ctx.deployment.code2wav_connector()
     if found is not None:
         name, connector = found
         extra_path = child_path(child_path("$.connectors", name), "extra")
@@ -137,8 +131,7 @@ def check_keys(ctx: Context) -> list[Finding]:
                 return  # check_platform_rules says where it belongs
             walker.add(
                 origin,
-                WARNING,
-                "W303",
+                codes.W303,
                 path,
                 f"'{key}' is not a MiniCPM-o Code2Wav option: the connector extra never reads it",
                 _elsewhere(key, "code2wav") or _suggest(key, CODE2WAV_KEYS),
@@ -146,15 +139,14 @@ def check_keys(ctx: Context) -> list[Finding]:
 
         walker.mapping(connector.get("extra"), extra_path, "code2wav", CODE2WAV_KEYS, extra_unknown)
 
-    platforms = ctx.platform_sections()
+    platforms = ctx.deployment.platform_sections()
     for plat, entry in platforms.entries.items() if platforms else []:
         section = entry.node
         plat_path = child_path("$.platforms", plat)
         if plat not in PLATFORMS:
             walker.add(
                 entry.key_origin,
-                WARNING,
-                "W305",
+                codes.W305,
                 plat_path,
                 f"unknown platform '{plat}': vllm-omni applies only {', '.join(PLATFORMS)}",
                 _suggest(str(plat), PLATFORMS),
@@ -167,7 +159,7 @@ def check_keys(ctx: Context) -> list[Finding]:
                 if reason
                 else f"unknown platform key '{key}': ignored"
             )
-            walker.add(origin, WARNING, "W305", path, message, None if reason else _suggest(key, PLATFORM))
+            walker.add(origin, codes.W305, path, message, None if reason else _suggest(key, PLATFORM))
 
         walker.mapping(section, plat_path, "platform", PLATFORM, platform_unknown)
     return walker.findings
@@ -194,8 +186,7 @@ def _check_stage(walker: _KeyWalker, stage: Map, path: str) -> None:
         hint = _elsewhere(name, "stage") or _suggest(name, STAGE)
         walker.add(
             origin,
-            WARNING,
-            "W302",
+            codes.W302,
             key_path,
             f"'{name}' is neither a vllm-omni stage field nor a known vLLM engine argument; vllm-omni passes "
             "it to vLLM through engine_extras, which may reject or ignore it",
@@ -210,8 +201,7 @@ def _check_stage(walker: _KeyWalker, stage: Map, path: str) -> None:
             if key not in ("devices", "num_replicas", "env"):
                 walker.add(
                     entry.key_origin,
-                    WARNING,
-                    "W302",
+                    codes.W302,
                     child_path(f"{path}.runtime", key),
                     f"'{key}' is not read from runtime (devices, num_replicas, env)",
                     None,

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
+from omni_deploy import codes
 from omni_deploy.config.nodes import Map, child_path
 from omni_deploy.knowledge.keys import CUDA_ONLY_CODE2WAV, NPU_GRAPH_KEYS
 from omni_deploy.validate.context import Context
-from omni_deploy.validate.findings import INFO, WARNING, Finding, at
+from omni_deploy.validate.findings import Finding, at
 
 
 def check_platform_rules(ctx: Context) -> list[Finding]:
     findings = []
-    found = ctx.code2wav_connector()
-    extra = ctx.code2wav_extra()
+    found = ctx.deployment.code2wav_connector()
+    extra = ctx.deployment.code2wav_extra()
     if found is not None and extra is not None:
         extra_path = child_path(child_path("$.connectors", found[0]), "extra")
         for platform in ctx.applied:
@@ -24,13 +25,12 @@ def check_platform_rules(ctx: Context) -> list[Finding]:
                         at(
                             entry.key_origin,
                             ctx.file,
-                            INFO,
-                            "I371",
+                            codes.I371,
                             child_path(extra_path, key),
                             f"'{key}' has no effect on {platform}: CAM++ runs with ONNX Runtime on the CPU there",
                         )
                     )
-    connectors = ctx.connectors()
+    connectors = ctx.deployment.connectors()
     for name, connector in connectors.items() if connectors else []:
         extra_node = connector.get("extra") if isinstance(connector, Map) else None
         if not isinstance(extra_node, Map):
@@ -42,8 +42,7 @@ def check_platform_rules(ctx: Context) -> list[Finding]:
                     at(
                         entry.key_origin,
                         ctx.file,
-                        WARNING,
-                        "W372",
+                        codes.W372,
                         child_path(child_path(child_path("$.connectors", name), "extra"), key),
                         f"'{key}' is not a connector key: the NPU graph switches are read from stage 2's "
                         "additional_config",

@@ -5,11 +5,12 @@ from __future__ import annotations
 import difflib
 import re
 
+from omni_deploy import codes
 from omni_deploy.config.merge import DEEP_MERGE_KEYS
 from omni_deploy.config.nodes import Map, Scalar, Seq, child_path
 from omni_deploy.knowledge.keys import CODE2WAV
 from omni_deploy.validate.context import Context
-from omni_deploy.validate.findings import ERROR, WARNING, Finding, at
+from omni_deploy.validate.findings import Finding, at
 
 _WIRE = {
     "input_connectors": re.compile(r"^from_stage_(\d+)$"),
@@ -30,7 +31,7 @@ def _valid_id(value: object) -> bool:
 def _stage_lists(ctx: Context) -> list[tuple[str, Seq]]:
     """Every stage list as written in each file of the chain, and the merged platform lists."""
     lists: list[tuple[str, Seq]] = []
-    for doc in ctx.resolved.documents.values():
+    for doc in ctx.deployment.resolved.documents.values():
         stages = doc.get("stages")
         if isinstance(stages, Seq):
             lists.append(("$.stages", stages))
@@ -45,7 +46,7 @@ def _stage_lists(ctx: Context) -> list[tuple[str, Seq]]:
 
 def check_stage_ids(ctx: Context) -> list[Finding]:
     findings: list[Finding] = []
-    topology = ctx.pipeline.known.stages if ctx.pipeline.known else None
+    topology = ctx.deployment.pipeline.known.stages if ctx.deployment.pipeline.known else None
     for path, stages in _stage_lists(ctx):
         seen: dict[object, int] = {}
         for i, stage in enumerate(stages.items):
@@ -55,7 +56,7 @@ def check_stage_ids(ctx: Context) -> list[Finding]:
             where = f"{path}[{i}].stage_id"
             if node is None:
                 findings.append(
-                    at(stage.origin, ctx.file, ERROR, "E321", f"{path}[{i}]", "stage entry has no stage_id")
+                    at(stage.origin, ctx.file, codes.E321, f"{path}[{i}]", "stage entry has no stage_id")
                 )
                 continue
             value = node.value if isinstance(node, Scalar) else None
@@ -64,8 +65,7 @@ def check_stage_ids(ctx: Context) -> list[Finding]:
                     at(
                         node.origin,
                         ctx.file,
-                        ERROR,
-                        "E321",
+                        codes.E321,
                         where,
                         f"stage_id must be a non-negative integer, got {value!r}",
                     )
@@ -76,8 +76,7 @@ def check_stage_ids(ctx: Context) -> list[Finding]:
                     at(
                         node.origin,
                         ctx.file,
-                        ERROR,
-                        "E320",
+                        codes.E320,
                         where,
                         f"stage_id {value} appears twice in this list "
                         f"(also entry {seen[value]}); the later one silently wins",
@@ -90,19 +89,18 @@ def check_stage_ids(ctx: Context) -> list[Finding]:
                     at(
                         node.origin,
                         ctx.file,
-                        ERROR,
-                        "E322",
+                        codes.E322,
                         where,
-                        f"{ctx.pipeline.name} has no stage {value} (its stages: {roles})",
+                        f"{ctx.deployment.pipeline.name} has no stage {value} (its stages: {roles})",
                     )
                 )
     return findings
 
 
 def check_platform_entries(ctx: Context) -> list[Finding]:
-    existing = {_stage_id(s) for s in ctx.stages()}
+    existing = {_stage_id(s) for s in ctx.deployment.stages()}
     findings = []
-    platforms = ctx.platform_sections()
+    platforms = ctx.deployment.platform_sections()
     for plat, section in platforms.items() if platforms else []:
         entries = section.get("stages") if isinstance(section, Map) else None
         for i, entry in enumerate(entries.items if isinstance(entries, Seq) else []):
@@ -114,8 +112,7 @@ def check_platform_entries(ctx: Context) -> list[Finding]:
                     at(
                         entry.origin,
                         ctx.file,
-                        WARNING,
-                        "W323",
+                        codes.W323,
                         f"{child_path('$.platforms', plat)}.stages[{i}]",
                         f"platforms.{plat} entry for stage_id {sid}, which no stage has: vllm-omni skips it silently",
                     )
@@ -125,10 +122,10 @@ def check_platform_entries(ctx: Context) -> list[Finding]:
 
 def check_connectors(ctx: Context) -> list[Finding]:
     findings: list[Finding] = []
-    connectors = ctx.connectors()
+    connectors = ctx.deployment.connectors()
     names = [str(k) for k in connectors.entries] if connectors else []
-    stage_ids = {_stage_id(s) for s in ctx.stages()}
-    for i, stage in enumerate(ctx.stages()):
+    stage_ids = {_stage_id(s) for s in ctx.deployment.stages()}
+    for i, stage in enumerate(ctx.deployment.stages()):
         for field, pattern in _WIRE.items():
             wiring = stage.get(field)
             if not isinstance(wiring, Map):
@@ -142,8 +139,7 @@ def check_connectors(ctx: Context) -> list[Finding]:
                         at(
                             entry.key_origin,
                             ctx.file,
-                            WARNING,
-                            "W333",
+                            codes.W333,
                             path,
                             f"'{key}' is not of the form {expected}; vllm-omni will not wire it",
                         )
@@ -153,8 +149,7 @@ def check_connectors(ctx: Context) -> list[Finding]:
                         at(
                             entry.key_origin,
                             ctx.file,
-                            ERROR,
-                            "E331",
+                            codes.E331,
                             path,
                             f"stage {match.group(1)} does not exist",
                         )
@@ -175,8 +170,7 @@ def check_connectors(ctx: Context) -> list[Finding]:
                         at(
                             entry.node.origin,
                             ctx.file,
-                            ERROR,
-                            "E330",
+                            codes.E330,
                             path,
                             f"connector {value!r} is not defined under connectors "
                             "(vllm-omni fails only at server start)",
@@ -188,12 +182,12 @@ def check_connectors(ctx: Context) -> list[Finding]:
 
 
 def _misplaced_code2wav(ctx: Context) -> list[Finding]:
-    if not ctx.pipeline.is_minicpmo or ctx.connectors() is None:
+    if not ctx.deployment.pipeline.is_minicpmo or ctx.deployment.connectors() is None:
         return []
-    target = ctx.code2wav_connector()
+    target = ctx.deployment.code2wav_connector()
     target_name = target[0] if target else None
     findings = []
-    for name, connector in ctx.connectors().items():  # type: ignore[union-attr]
+    for name, connector in ctx.deployment.connectors().items():  # type: ignore[union-attr]
         if str(name) == target_name or not isinstance(connector, Map):
             continue
         extra = connector.get("extra")
@@ -208,8 +202,7 @@ def _misplaced_code2wav(ctx: Context) -> list[Finding]:
                     at(
                         entry.key_origin,
                         ctx.file,
-                        WARNING,
-                        "W332",
+                        codes.W332,
                         child_path(child_path(child_path("$.connectors", name), "extra"), key),
                         f"Code2Wav option '{key}' in connector '{name}', which stage 2 does not receive: never read",
                         f"Code2Wav reads {where}",
@@ -220,14 +213,13 @@ def _misplaced_code2wav(ctx: Context) -> list[Finding]:
 
 def check_replaced_mappings(ctx: Context) -> list[Finding]:
     findings = []
-    for dropped in ctx.resolved.report.dropped:
+    for dropped in ctx.deployment.resolved.report.dropped:
         kept = ", ".join(sorted(DEEP_MERGE_KEYS))
         findings.append(
             at(
                 dropped.key_origin,
                 ctx.file,
-                WARNING,
-                "W340",
+                codes.W340,
                 dropped.path,
                 f"this mapping replaces the base's whole (base at {dropped.base_origin.location}), dropping "
                 f"{', '.join(dropped.lost)}",

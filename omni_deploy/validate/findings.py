@@ -5,9 +5,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from omni_deploy.codes import ERROR, INFO, WARNING, Code
 from omni_deploy.config.nodes import Origin
 
-ERROR, WARNING, INFO = "error", "warning", "info"
+__all__ = ["ERROR", "INFO", "WARNING", "Finding", "at"]
 
 
 @dataclass(frozen=True)
@@ -33,12 +34,12 @@ class Finding:
 def at(
     origin: Origin | None,
     fallback_file: str,
-    severity: str,
-    code: str,
+    code: Code,
     path: str,
     message: str,
     hint: str | None = None,
 ) -> Finding:
+    """A finding of a declared code (its severity comes from the table) at a value's origin."""
     if origin is None or origin.layer == "default":
-        return Finding(severity, code, fallback_file, 0, 0, path, message, hint)
-    return Finding(severity, code, origin.file, origin.line, origin.column, path, message, hint)
+        return Finding(code.severity, code.id, fallback_file, 0, 0, path, message, hint)
+    return Finding(code.severity, code.id, origin.file, origin.line, origin.column, path, message, hint)

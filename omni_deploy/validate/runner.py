@@ -6,9 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from omni_deploy.config.nodes import Map
-from omni_deploy.config.platform import apply_platform
-from omni_deploy.config.stage_schema import PLATFORMS
+from omni_deploy.deployment import Deployment
 from omni_deploy.errors import ConfigError
 from omni_deploy.validate.check_capacity import (
     check_batched_tokens,
@@ -45,7 +43,7 @@ CHECKS: list[Callable[[Context], list[Finding]]] = [
 class FileReport:
     file: str
     findings: list[Finding] = field(default_factory=list)
-    context: Context | None = None  # what the checks saw, for commands that go on (serve)
+    deployment: Deployment | None = None  # what the checks saw, for commands that go on (serve)
 
     @property
     def valid(self) -> bool:
@@ -55,11 +53,11 @@ class FileReport:
         return {"file": self.file, "valid": self.valid, "findings": [f.as_dict() for f in self.findings]}
 
 
-def _from_error(error: ConfigError, file: str, code: str | None = None) -> Finding:
+def _from_error(error: ConfigError, file: str) -> Finding:
     loc = error.location
     return Finding(
         ERROR,
-        code or error.code,
+        error.code,
         loc.file if loc else file,
         loc.line if loc else 0,
         loc.column if loc else 0,
@@ -69,26 +67,25 @@ def _from_error(error: ConfigError, file: str, code: str | None = None) -> Findi
     )
 
 
-def platforms_to_check(root: Map, options: Options) -> tuple[str, ...]:
-    if options.platforms is not None:
-        return options.platforms
-    sections = root.get("platforms")
-    present = [p for p in PLATFORMS if isinstance(sections, Map) and p in sections and p != "cuda"]
-    return ("cuda", *present)
-
-
 def validate_file(name: str, options: Options) -> FileReport:
+    """Load the file named `name` and check it; a file that cannot be loaded is one finding."""
     try:
-        ctx = Context.load(name, options)
+        deployment = Deployment.load(name, pipeline=options.pipeline)
     except ConfigError as error:
         return FileReport(name, [_from_error(error, name)])
-    report = FileReport(name, context=ctx)
-    for platform in platforms_to_check(ctx.root, options):
+    return validate_deployment(deployment, options)
+
+
+def validate_deployment(deployment: Deployment, options: Options) -> FileReport:
+    ctx = Context(deployment, options)
+    name = deployment.name
+    report = FileReport(name, deployment=deployment)
+    platforms = options.platforms if options.platforms is not None else deployment.default_platforms()
+    for platform in platforms:
         try:
-            ctx.applied[platform] = apply_platform(ctx.root, platform)
+            ctx.applied[platform] = deployment.on(platform)
         except ConfigError as error:
-            code = "E370" if error.code == "E131" else error.code
-            report.findings.append(_from_error(error, name, code))
+            report.findings.append(_from_error(error, name))
     for check in CHECKS:
         try:
             report.findings.extend(check(ctx))

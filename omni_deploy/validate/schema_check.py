@@ -5,9 +5,10 @@ from __future__ import annotations
 from functools import cache
 from typing import Any
 
+from omni_deploy import codes
 from omni_deploy.config.nodes import locate, path_string, to_plain
 from omni_deploy.validate.context import Context
-from omni_deploy.validate.findings import ERROR, Finding, at
+from omni_deploy.validate.findings import Finding, at
 
 # Reported by the key and stage-id checks, with better messages.
 _LEFT_TO_OTHER_CHECKS = {"additionalProperties", "propertyNames"}
@@ -27,7 +28,7 @@ def _validator(definition: str | None = None) -> Any:
 
 def check_schema(ctx: Context) -> list[Finding]:
     findings = _errors(ctx, _validator(), [])
-    found = ctx.code2wav_connector()
+    found = ctx.deployment.code2wav_connector()
     if found is not None:
         # The Code2Wav options are typed only where MiniCPM-o's Code2Wav reads them: other pipelines
         # use some of the same names with other meanings.
@@ -37,7 +38,7 @@ def check_schema(ctx: Context) -> list[Finding]:
 
 def _errors(ctx: Context, validator: Any, prefix: list[Any]) -> list[Finding]:
     findings = []
-    node, _ = locate(ctx.root, prefix)
+    node, _ = locate(ctx.deployment.config, prefix)
     for error in validator.iter_errors(to_plain(node)):
         if error.validator in _LEFT_TO_OTHER_CHECKS or _LEFT_TO_OTHER_CHECKS & set(
             map(str, error.schema_path)
@@ -46,9 +47,9 @@ def _errors(ctx: Context, validator: Any, prefix: list[Any]) -> list[Finding]:
         path = prefix + list(error.absolute_path)
         if path and path[-1] == "stage_id":
             continue  # check_stage_ids says it better
-        node, key_origin = locate(ctx.root, path)
+        node, key_origin = locate(ctx.deployment.config, path)
         origin = node.origin if node is not None else key_origin
-        findings.append(at(origin, ctx.file, ERROR, "E201", path_string(path), _message(error)))
+        findings.append(at(origin, ctx.file, codes.E201, path_string(path), _message(error)))
     return findings
 
 

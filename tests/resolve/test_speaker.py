@@ -6,11 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from omni_deploy.config.chain import resolve_file
+from omni_deploy.deployment import Deployment
 from omni_deploy.host import HostCaps, assumed_host
-from omni_deploy.knowledge.pipelines import identify
 from omni_deploy.resolve.speaker import CPU_ORT, CUDA_TORCH, NOT_APPLICABLE, TENSORRT, UNKNOWN, decide
-from omni_deploy.validate.context import Context, Options
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "tests" / "data" / "explain"
@@ -19,10 +17,8 @@ DEFAULT = ROOT / "deploy" / "minicpmo_4_5_turn.yaml"
 
 def _decide(path: Path, platform: str = "cuda", env: dict[str, str] | None = None, host: HostCaps | None = None,
             override: str | None = None):  # type: ignore[no-untyped-def]  # fmt: skip
-    resolved = resolve_file(path)
-    info = identify(resolved.config, resolved.chain)
-    ctx = Context(str(path), resolved, Options(), info)
-    return decide(platform, info, ctx.code2wav_extra(), "connectors.connector_of_shared_memory.extra", env or {},
+    deployment = Deployment.load(str(path))
+    return decide(platform, deployment.pipeline, deployment.code2wav_extra(), "connectors.connector_of_shared_memory.extra", env or {},
                   host or assumed_host("0.30.0"), override)  # fmt: skip
 
 

@@ -1,0 +1,128 @@
+"""The finding-code table: every code omni-deploy reports, declared once.
+
+A code is an id (its letter says error, warning or info; the number groups it: 1xx loading and
+merging, 2xx schema, 3xx checks), its severity, a one-line summary for docs/findings.md, and an
+example file under tests/data/ that produces it (tests/test_codes.py runs each example; a code
+without one, or an example that produces an undeclared code, fails the suite).
+
+Adding a code is one line here; report it with `at(origin, file, codes.W399, path, message)` in a
+check, or `ConfigError(message, location, code=codes.E199)` in the loader. Then regenerate the
+page: `omni-deploy schema --findings > docs/findings.md`.
+
+Imports nothing of the project, so config/ (below validate/) can use it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+Severity = Literal["error", "warning", "info"]
+ERROR: Severity = "error"
+WARNING: Severity = "warning"
+INFO: Severity = "info"
+
+
+@dataclass(frozen=True)
+class Code:
+    id: str
+    severity: Severity
+    summary: str
+    example: str  # path under tests/data/ of a file that produces this code
+
+    def __str__(self) -> str:
+        return self.id
+
+
+CODES: dict[str, Code] = {}
+
+
+def _declare(code_id: str, severity: Severity, summary: str, example: str) -> Code:
+    if code_id in CODES:
+        raise ValueError(f"finding code {code_id} declared twice")
+    CODES[code_id] = code = Code(code_id, severity, summary, example)
+    return code
+
+
+def lookup(code_id: str) -> Code:
+    """The declared code with this id (KeyError for an undeclared one: add it to the table)."""
+    return CODES[code_id]
+
+
+_L, _V = "loader/negative/", "validate/negative/"
+
+# fmt: off
+# Loading and merging: the file cannot be read as vllm-omni would read it.
+E101 = _declare("E101", ERROR, "YAML syntax error", _L + "syntax_unclosed_flow.yaml")
+E102 = _declare("E102", ERROR, "duplicate mapping key (YAML loaders keep only the last)", _V + "loader_duplicate_key.yaml")
+E103 = _declare("E103", ERROR, "YAML tag (custom or Python object): deploy files allow plain YAML only", _L + "custom_tag.yaml")
+E104 = _declare("E104", ERROR, "the top level of the file is not a mapping", _L + "top_level_list.yaml")
+E105 = _declare("E105", ERROR, "a mapping key that is not a plain scalar", _L + "complex_key.yaml")
+E106 = _declare("E106", ERROR, "an ${...} interpolation that cannot be resolved", _L + "interpolation_resolver.yaml")
+E107 = _declare("E107", ERROR, "the file named cannot be read (missing, a directory, not UTF-8)", _L + "no_such_file.yaml")
+E110 = _declare("E110", ERROR, "base_config names a file that does not exist", _L + "base_missing.yaml")
+E111 = _declare("E111", ERROR, "base_config chain with a cycle", _L + "cycle_a.yaml")
+E112 = _declare("E112", ERROR, "base_config is not a file path string", _L + "base_not_string.yaml")
+E120 = _declare("E120", ERROR, "a section that must be a mapping is not one", _L + "engine_args_not_mapping.yaml")
+E121 = _declare("E121", ERROR, "a stage entry is not a mapping", _L + "stage_not_mapping.yaml")
+E122 = _declare("E122", ERROR, "a stage entry has no stage_id", _L + "stage_without_id.yaml")
+E123 = _declare("E123", ERROR, "stage_id or num_replicas is not an integer", _L + "stage_id_not_int.yaml")
+E124 = _declare("E124", ERROR, "stages is not a list", _L + "stages_not_list.yaml")
+E130 = _declare("E130", ERROR, "model_runner is neither v1 nor v2", _L + "model_runner_v3.yaml")
+# Schema: a value of the wrong type or out of bounds.
+E201 = _declare("E201", ERROR, "a value of the wrong type or out of bounds (JSON Schema)", _V + "negative_kv_budget.yaml")
+# Keys: unknown, misplaced, or not read by the target version.
+W301 = _declare("W301", WARNING, "unknown top-level key: vllm-omni ignores it", _V + "unknown_top_key.yaml")
+W302 = _declare("W302", WARNING, "stage key that is neither a stage field nor a vLLM engine argument", _V + "unknown_stage_key.yaml")
+W303 = _declare("W303", WARNING, "key in the Code2Wav extra that MiniCPM-o's Code2Wav never reads", _V + "unknown_code2wav_key.yaml")
+E304 = _declare("E304", ERROR, "unknown duplex_session key: vllm-omni refuses to start", _V + "unknown_duplex_key.yaml")
+W305 = _declare("W305", WARNING, "unknown platform, or unknown key in a platform section", _V + "unknown_platform.yaml")
+W306 = _declare("W306", WARNING, "unknown connector key", _V + "unknown_connector_key.yaml")
+W310 = _declare("W310", WARNING, "key read only by a newer vllm-omni than the target", _V + "newer_version_key.yaml")
+E311 = _declare("E311", ERROR, "key the target vllm-omni rejects (removed stage argument)", _V + "removed_stage_args.yaml")
+# Topology: stage ids, connector wiring, merges.
+E320 = _declare("E320", ERROR, "stage_id appears twice in one list", _V + "duplicate_stage_id.yaml")
+E321 = _declare("E321", ERROR, "stage_id missing or not a non-negative integer", _V + "bad_stage_ids.yaml")
+E322 = _declare("E322", ERROR, "stage id the pipeline does not have", _V + "bad_stage_ids.yaml")
+W323 = _declare("W323", WARNING, "platform entry for a stage id no stage has (vllm-omni skips it)", _V + "platform_entry_for_missing_stage.yaml")
+E330 = _declare("E330", ERROR, "connector name not defined under connectors", _V + "connector_wiring.yaml")
+E331 = _declare("E331", ERROR, "connector wired from or to a stage that does not exist", _V + "connector_wiring.yaml")
+W332 = _declare("W332", WARNING, "Code2Wav option in a connector stage 2 does not receive", _V + "code2wav_key_in_wrong_connector.yaml")
+W333 = _declare("W333", WARNING, "connector wiring key not of the form from_stage_N / to_stage_N", _V + "connector_wiring.yaml")
+W340 = _declare("W340", WARNING, "an overlay mapping replaces the base's whole, dropping keys", _V + "shallow_replace.yaml")
+# Capacity: GPU memory, KV budgets, MiniCPM-o batch coherence.
+E350 = _declare("E350", ERROR, "stages sharing a device ask for more than all of its memory", _V + "memory_over.yaml")
+W351 = _declare("W351", WARNING, "stages sharing a device leave less than 5 % of its memory", _V + "memory_tight.yaml")
+E352 = _declare("E352", ERROR, "KV budgets do not fit in the card (--gpu-memory-gib)", _V + "kv_budget_too_big.yaml")
+W360 = _declare("W360", WARNING, "HiFT capture batch sizes not positive, duplicated, or all above capacity", _V + "hift_sizes.yaml")
+W361 = _declare("W361", WARNING, "CFM micro_batch_size above Code2Wav's max_num_seqs", _V + "micro_batch_above_capacity.yaml")
+W362 = _declare("W362", WARNING, "Talker KV budget holds fewer tokens than max_num_seqs x max_model_len", _V + "talker_kv_too_small.yaml")
+I362 = _declare("I362", INFO, "Talker KV capacity not checked without --model-config", _V + "talker_kv_unchecked.yaml")
+W363 = _declare("W363", WARNING, "max_num_batched_tokens below max_model_len with chunked prefill off", _V + "batched_below_model_len.yaml")
+# Platforms.
+E370 = _declare("E370", ERROR, "model_runner v2 on a platform that does not support it (npu, xpu)", _V + "runner_v2_on_npu.yaml")
+I371 = _declare("I371", INFO, "CUDA-only Code2Wav switch that has no effect on another platform", _V + "cuda_only_switch_elsewhere.yaml")
+W372 = _declare("W372", WARNING, "NPU graph switch in a connector extra instead of stage 2's additional_config", _V + "npu_graph_in_connector.yaml")
+E380 = _declare("E380", ERROR, "code2wav_initial_batch_size below code2wav_min_batch_size", _V + "code2wav_types.yaml")
+# fmt: on
+
+
+def findings_markdown() -> str:
+    """docs/findings.md, generated from the table (a test keeps the committed page equal to it)."""
+    titles = {"1": "Loading and merging", "2": "Schema", "3": "Checks"}
+    lines = [
+        "# Finding codes",
+        "",
+        "Generated from `omni_deploy/codes.py` by `omni-deploy schema --findings`; do not edit by hand",
+        "(a test fails when this page and the table differ). The letter is the severity: E error,",
+        "W warning, I info; `validate --strict` counts warnings as errors. Every code has an example",
+        "file under `tests/data/` that produces it.",
+    ]
+    group = None
+    for code in sorted(CODES.values(), key=lambda c: (c.id[1:], c.id)):
+        if code.id[1] != group:
+            group = code.id[1]
+            lines += ["", f"## {code.id[1]}xx: {titles.get(group, 'Other')}", ""]
+            lines += ["| code | severity | meaning | example |", "| --- | --- | --- | --- |"]
+        lines.append(f"| {code.id} | {code.severity} | {code.summary} | `tests/data/{code.example}` |")
+    return "\n".join(lines) + "\n"

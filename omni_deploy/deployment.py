@@ -1,0 +1,143 @@
+"""The one loaded, resolved deploy file every command starts from.
+
+API (issue 11; render, validate, explain, serve, bench and k8s start here):
+
+    from omni_deploy.deployment import Deployment
+
+    d = Deployment.load(name, pipeline=None, env=None)  # raises ConfigError (exit 1)
+    d.name                # the file as the user named it (findings fall back to it)
+    d.top, d.chain        # the file found, and its base_config chain (top first)
+    d.resolved            # config.chain.Resolved: merged Map, per-file documents, merge report
+    d.config              # the merged mapping, exactly what vllm-omni's resolve_deploy_yaml returns
+    d.pipeline            # knowledge.pipelines.PipelineInfo (name, known pipeline, how we know)
+    d.stages(), d.stage(2), d.connectors(), d.platform_sections()
+    d.code2wav_connector()  # (name, Map) of the connector MiniCPM-o's Code2Wav reads, or None
+    d.code2wav_extra(), d.code2wav_extra_path   # its `extra` Map, and "connectors.NAME.extra"
+    d.on("cuda")          # config.platform.PlatformApplied: the view a server on that platform
+                          # runs (cached; raises ConfigError for a bad platform section)
+    d.code2wav_extra_on("cuda")  # the Code2Wav extra inside that view (serve edits it)
+    d.section_platforms() # platforms the file has a section for; d.default_platforms(): cuda + those
+
+Every value is a positioned node (`config.nodes`): `node.origin` is its file:line:col and layer.
+
+Neighbours of this module, also from issue 11:
+- finding codes: `omni_deploy/codes.py` (one line per code; checks report through it),
+- exit codes: `omni_deploy/cli.py` (`EXIT_*`, one map from error type to exit code),
+- vocabulary: backend names in `omni_deploy/integration_env.py` (`Backend`, `BACKENDS`),
+  `knowledge/versions.py` (`RELEASED`, `default_target_version`), `host.py` (`detect_platform`),
+  finding paths in `omni_deploy/jsonpath.py`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from omni_deploy.config.chain import Resolved, locate_top_file, resolve_file
+from omni_deploy.config.nodes import Map, Node, Scalar, Seq
+from omni_deploy.config.platform import PlatformApplied, apply_platform
+from omni_deploy.config.stage_schema import PLATFORMS
+from omni_deploy.knowledge.pipelines import PipelineInfo, identify
+
+
+@dataclass
+class Deployment:
+    name: str
+    resolved: Resolved
+    pipeline: PipelineInfo
+    _views: dict[str, PlatformApplied] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def load(cls, name: str, *, pipeline: str | None = None, env: dict[str, str] | None = None) -> Deployment:
+        """Find the file, resolve its base_config chain and tell its pipeline (raises ConfigError)."""
+        resolved = resolve_file(locate_top_file(name), env)
+        return cls(name, resolved, identify(resolved.config, resolved.chain, pipeline))
+
+    @property
+    def top(self) -> Path:
+        return self.resolved.top
+
+    @property
+    def chain(self) -> list[Path]:
+        return self.resolved.chain
+
+    @property
+    def config(self) -> Map:
+        return self.resolved.config
+
+    def stages(self) -> list[Map]:
+        node = self.config.get("stages")
+        return [s for s in node.items if isinstance(s, Map)] if isinstance(node, Seq) else []
+
+    def stage(self, stage_id: int) -> Map | None:
+        """The stage with this id (the last one, as vllm-omni keeps the last of duplicates)."""
+        found = None
+        for stage in self.stages():
+            if _is_int(stage.get("stage_id"), stage_id):
+                found = stage
+        return found
+
+    def connectors(self) -> Map | None:
+        node = self.config.get("connectors")
+        return node if isinstance(node, Map) else None
+
+    def platform_sections(self) -> Map | None:
+        node = self.config.get("platforms")
+        return node if isinstance(node, Map) else None
+
+    def section_platforms(self) -> tuple[str, ...]:
+        sections = self.platform_sections()
+        return tuple(p for p in PLATFORMS if sections is not None and p in sections)
+
+    def default_platforms(self) -> tuple[str, ...]:
+        """cuda plus every platform the file has a section for."""
+        return ("cuda", *(p for p in self.section_platforms() if p != "cuda"))
+
+    def code2wav_connector(self) -> tuple[str, Map] | None:
+        """For MiniCPM-o 4.5: the connector stage 2 receives from stage 1, whose extra Code2Wav reads."""
+        known = self.pipeline.known
+        connectors = self.connectors()
+        if known is None or known.code2wav_stage is None or connectors is None:
+            return None
+        stage = self.stage(known.code2wav_stage)
+        inputs = stage.get("input_connectors") if stage else None
+        if not isinstance(inputs, Map):
+            return None
+        name_node = inputs.get(f"from_stage_{known.code2wav_stage - 1}")
+        if not isinstance(name_node, Scalar):
+            return None
+        connector = connectors.get(name_node.value)
+        return (str(name_node.value), connector) if isinstance(connector, Map) else None
+
+    def code2wav_extra(self) -> Map | None:
+        return _extra_of(self.code2wav_connector())
+
+    @property
+    def code2wav_extra_path(self) -> str:
+        """Where the Code2Wav options live, as a path for messages."""
+        found = self.code2wav_connector()
+        return f"connectors.{found[0]}.extra" if found else "connectors.<stage 2 input>.extra"
+
+    def on(self, platform: str) -> PlatformApplied:
+        """The config a server on `platform` runs (raises ConfigError); computed once per platform."""
+        if platform not in self._views:
+            self._views[platform] = apply_platform(self.config, platform)
+        return self._views[platform]
+
+    def code2wav_extra_on(self, platform: str) -> Map | None:
+        """The Code2Wav extra inside the platform view (the connector found in the merged file)."""
+        found = self.code2wav_connector()
+        if found is None:
+            return None
+        connectors = self.on(platform).config.get("connectors")
+        connector = connectors.get(found[0]) if isinstance(connectors, Map) else None
+        return _extra_of((found[0], connector)) if isinstance(connector, Map) else None
+
+
+def _is_int(node: Node | None, value: int) -> bool:
+    return isinstance(node, Scalar) and not isinstance(node.value, bool) and node.value == value
+
+
+def _extra_of(found: tuple[str, Map] | None) -> Map | None:
+    extra = found[1].get("extra") if found is not None else None
+    return extra if isinstance(extra, Map) else None
