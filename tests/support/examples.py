@@ -1,0 +1,37 @@
+"""Run a data-driven example file the way its `# options:` header asks."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from pathlib import Path
+
+from omni_deploy.knowledge.versions import RELEASED
+from omni_deploy.validate.context import Options, model_shape_from_config
+from omni_deploy.validate.runner import FileReport, validate_file
+
+OPTIONS = re.compile(r"^# options: (.*)$")
+
+
+def example_options(path: Path) -> Options:
+    options = Options(target_version=RELEASED)
+    lines = path.read_text().splitlines() if path.is_file() else []
+    for line in lines:
+        match = OPTIONS.match(line)
+        if not match:
+            continue
+        args = shlex.split(match.group(1))
+        for flag, value in zip(args[::2], args[1::2], strict=True):
+            if flag == "--target-version":
+                options.target_version = value
+            elif flag == "--gpu-memory-gib":
+                options.gpu_memory_gib = float(value)
+            elif flag == "--model-config":
+                options.model_shape = model_shape_from_config(path.parent / value)
+            else:
+                raise AssertionError(f"{path.name}: unknown option {flag}")
+    return options
+
+
+def run_example(path: Path) -> FileReport:
+    return validate_file(str(path), example_options(path))
