@@ -1,7 +1,8 @@
 """The `omni-deploy` command line: a thin layer that parses options and calls the core.
 
-Errors are turned into messages and exit codes here and nowhere else:
-0 clean, 1 findings or a config that cannot be loaded, 2 usage, 3 internal error, 130 interrupted.
+Errors are turned into messages and exit codes here and nowhere else (EXIT_CODES, EXIT_HELP):
+0 clean, 1 findings or input that cannot be used, 2 usage, 3 internal error, 4 a program we ran
+(the server, vllm bench serve) exited with an error, 124 readiness timeout, 130 interrupted.
 Command modules are imported lazily so that `validate` and `render` never pay for torch.
 """
 
@@ -15,7 +16,6 @@ from typing import Any
 import click
 
 from omni_deploy import __version__
-from omni_deploy.errors import OmniDeployError
 
 # command name -> (module, attribute); each module stays import-light at top level.
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -28,7 +28,39 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "spk": ("omni_deploy.commands.spk", "spk"),
 }
 
-EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
+EXIT_PROCESS, EXIT_READY_TIMEOUT, EXIT_INTERRUPTED = 4, 124, 130
+
+# Every error type -> exit code, matched along the exception's MRO by "module.QualName", so that
+# mapping an error of the speaker or bench side imports nothing heavy. Anything else: EXIT_INTERNAL.
+EXIT_CODES: dict[str, int] = {
+    "omni_deploy.errors.ProcessExited": EXIT_PROCESS,
+    "omni_deploy.errors.ReadinessTimeout": EXIT_READY_TIMEOUT,
+    "omni_deploy.errors.Interrupted": EXIT_INTERRUPTED,
+    "omni_deploy.errors.OmniDeployError": EXIT_FINDINGS,  # ConfigError, RunDirError, PlanError, ...
+    "omni_deploy.speaker.onnx_weights.SpeakerModelError": EXIT_FINDINGS,
+    "omni_deploy.speaker.inputs.AudioError": EXIT_FINDINGS,
+    "omni_deploy.bench.results.ResultError": EXIT_FINDINGS,
+    "click.exceptions.UsageError": EXIT_USAGE,
+    "click.exceptions.ClickException": EXIT_FINDINGS,
+    "click.exceptions.Abort": EXIT_INTERRUPTED,
+    "builtins.KeyboardInterrupt": EXIT_INTERRUPTED,
+}
+
+EXIT_HELP = (
+    "Exit codes: 0 clean; 1 findings at error level (or warnings under --strict), a file that cannot "
+    "be loaded, or other bad input; 2 usage error; 3 internal error; 4 the server (or vllm bench "
+    "serve) exited with an error (its own code is printed, and kept in the run directory's "
+    "launch.json); 124 the server was not ready in time; 130 interrupted."
+)
+
+
+def exit_code_of(exc: BaseException) -> int:
+    for cls in type(exc).__mro__:
+        code = EXIT_CODES.get(f"{cls.__module__}.{cls.__qualname__}")
+        if code is not None:
+            return code
+    return EXIT_INTERNAL
 
 
 class LazyGroup(click.Group):
@@ -44,7 +76,7 @@ class LazyGroup(click.Group):
         return command
 
 
-@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]}, epilog=EXIT_HELP)
 @click.version_option(__version__, prog_name="omni-deploy")
 def cli() -> None:
     """Check, explain and launch vllm-omni deploy configs (MiniCPM-o 4.5 speech serving)."""
@@ -53,28 +85,26 @@ def cli() -> None:
 def main(argv: list[str] | None = None) -> int:
     try:
         result: Any = cli.main(args=argv, prog_name="omni-deploy", standalone_mode=False)
-    except click.exceptions.Abort:
-        click.echo("omni-deploy: interrupted", err=True)
-        return EXIT_INTERRUPTED
     except click.exceptions.Exit as exc:
         return int(exc.exit_code)
     except click.UsageError as exc:
         exc.show()
-        return int(exc.exit_code)
+        return exit_code_of(exc)
     except click.ClickException as exc:
         click.echo(f"omni-deploy: error: {exc.format_message()}", err=True)
-        return int(exc.exit_code)
-    except OmniDeployError as exc:
-        click.echo(f"omni-deploy: error: {exc}", err=True)
-        return EXIT_FINDINGS
-    except KeyboardInterrupt:
+        return exit_code_of(exc)
+    except (click.exceptions.Abort, KeyboardInterrupt) as exc:
         click.echo("omni-deploy: interrupted", err=True)
-        return EXIT_INTERRUPTED
+        return exit_code_of(exc)
     except BrokenPipeError:
         # Output piped into `head` and friends: not an error of ours.
         sys.stderr.close()
         return EXIT_OK
     except Exception as exc:
+        code = exit_code_of(exc)
+        if code != EXIT_INTERNAL:
+            click.echo(f"omni-deploy: error: {exc}", err=True)
+            return code
         if os.environ.get("OMNI_DEPLOY_DEBUG"):
             raise
         click.echo(

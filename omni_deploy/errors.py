@@ -49,3 +49,20 @@ class ConfigError(OmniDeployError):
         where = f"{self.location}: " if self.location else ""
         hint = f" (hint: {self.hint})" if self.hint else ""
         return f"{where}{self.message}{hint}"
+
+
+class ProcessExited(OmniDeployError):
+    """A program omni-deploy ran (the server, `vllm bench serve`) exited with an error of its own."""
+
+    def __init__(self, program: str, returncode: int) -> None:
+        super().__init__(f"{program} exited with code {returncode}")
+        self.program = program
+        self.returncode = returncode
+
+
+class Interrupted(OmniDeployError):
+    """A signal asked us to stop (forwarded to the server, which then exited)."""
+
+
+class ReadinessTimeout(OmniDeployError):
+    """A server did not answer /health in time."""

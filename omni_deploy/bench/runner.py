@@ -19,8 +19,7 @@ from omni_deploy.serve.supervise import exit_code, probe_url
 class SweepResult:
     finished: list[Step] = field(default_factory=list)
     failed: Step | None = None
-    code: int = 0
-    interrupted: bool = False
+    code: int = 0  # the failed round's own exit code
 
 
 def wait_ready(
@@ -58,12 +57,10 @@ def run_sweep(steps: list[Step], result_dir: Path, say: Callable[[str], None] = 
             except (ProcessLookupError, subprocess.TimeoutExpired):
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
-            result.interrupted = True
-            result.code = 130
             say(
                 f"interrupted during {step.description}; {len(result.finished)} finished round(s) kept in {result_dir}"
             )
-            return result
+            raise
         if code != 0:
             result.failed = step
             result.code = exit_code(code)

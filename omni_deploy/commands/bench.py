@@ -10,6 +10,8 @@ from typing import Any
 
 import click
 
+from omni_deploy.errors import ProcessExited, ReadinessTimeout
+
 
 def _ints(value: str) -> tuple[int, ...]:
     try:
@@ -107,10 +109,12 @@ def run(base_url: str, order: str, **kw: Any) -> int:
         return 0
     stderr_say(f"waiting for {options.base_url}/health")
     if not wait_ready(options.base_url, kw["ready_timeout"]):
-        raise click.ClickException(f"{options.base_url} is not ready after {kw['ready_timeout']:g} s")
+        raise ReadinessTimeout(f"{options.base_url} is not ready after {kw['ready_timeout']:g} s")
     result = run_sweep(steps, options.result_dir, stderr_say)
     stderr_say(f"{len(result.finished)} of {len(steps)} round(s) done; results in {options.result_dir}")
-    return result.code
+    if result.failed is not None:
+        raise ProcessExited("vllm bench serve", result.code)
+    return 0
 
 
 @bench.command("report")
@@ -130,13 +134,10 @@ def run(base_url: str, order: str, **kw: Any) -> int:
 def report(directory: Path, baseline: Path | None, plot_path: Path | None, fmt: str) -> int:
     """Summarise saved result files: audio throughput, TTFA p50/p95, RTF, req/s, per concurrency."""
     from omni_deploy.bench.report import aggregate, as_json, as_markdown, as_text, changes
-    from omni_deploy.bench.results import ResultError, read_dir
+    from omni_deploy.bench.results import read_dir
 
-    try:
-        rows = aggregate(read_dir(directory), "candidate")
-        base_rows = aggregate(read_dir(baseline), "baseline") if baseline else []
-    except ResultError as exc:
-        raise click.ClickException(str(exc)) from None
+    rows = aggregate(read_dir(directory), "candidate")
+    base_rows = aggregate(read_dir(baseline), "baseline") if baseline else []
     if not rows:
         raise click.ClickException(f"{directory}: no measured rounds found")
     diffs = changes(rows, base_rows) if base_rows else []
@@ -175,7 +176,7 @@ def ab(
     """
     from omni_deploy.bench.ab import describe, parse_overrides, plan_ab, stop
     from omni_deploy.bench.runner import run_sweep, stderr_say, wait_ready
-    from omni_deploy.serve.supervise import local_url
+    from omni_deploy.serve.supervise import exit_code, local_url
 
     try:
         a, b = parse_overrides(a_pairs), parse_overrides(b_pairs)
@@ -194,10 +195,12 @@ def ab(
         server = subprocess.Popen(start.serve_argv)
         try:
             if not wait_ready(sweep.base_url, kw["ready_timeout"], alive=functools.partial(_alive, server)):
-                raise click.ClickException(f"start {i}: the server did not become ready")
+                if server.poll() is not None:
+                    raise ProcessExited(f"start {i}: the server", exit_code(server.returncode))
+                raise ReadinessTimeout(f"start {i}: the server did not become ready")
             result = run_sweep(start.steps, start.result_dir, stderr_say)
-            if result.code:
-                return result.code
+            if result.failed is not None:
+                raise ProcessExited("vllm bench serve", result.code)
         finally:
             stop(server)
     from omni_deploy.bench.report import aggregate, as_text, changes

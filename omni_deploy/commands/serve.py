@@ -96,6 +96,7 @@ def serve(
     from omni_deploy.commands.options import default_file_name
     from omni_deploy.config.render import to_yaml
     from omni_deploy.config.yaml_loader import display_path
+    from omni_deploy.errors import Interrupted, ProcessExited, ReadinessTimeout
     from omni_deploy.host import detect_platform, probe_host
     from omni_deploy.knowledge.versions import default_target_version
     from omni_deploy.resolve.speaker import decide
@@ -109,7 +110,7 @@ def serve(
     )
     from omni_deploy.serve.preflight import run_preflight
     from omni_deploy.serve.redact import redact_env
-    from omni_deploy.serve.rundir import make_run_dir, write_new, write_record
+    from omni_deploy.serve.rundir import add_to_record, make_run_dir, write_new, write_record
     from omni_deploy.serve.supervise import Supervisor, local_url
     from omni_deploy.validate.context import Options
     from omni_deploy.validate.report import text as report_text
@@ -253,4 +254,25 @@ def serve(
     supervisor = Supervisor(
         plan.argv, env, directory / "server.log", local_url(host, port), ready_timeout, stop_grace
     )
-    return supervisor.run()
+    code = supervisor.run()
+    add_to_record(
+        directory,
+        {
+            "exit": {
+                "server_code": code,
+                "signals": supervisor.forwarded,
+                "ready_timeout": supervisor.timed_out,
+            }
+        },
+    )
+    if supervisor.timed_out:
+        raise ReadinessTimeout(
+            f"the server was not ready after {ready_timeout:g} s; run record in {directory}"
+        )
+    if supervisor.forwarded:
+        raise Interrupted(
+            f"interrupted: {', '.join(supervisor.forwarded)} forwarded to the server, which exited with code {code}"
+        )
+    if code != 0:
+        raise ProcessExited("the server", code)
+    return 0

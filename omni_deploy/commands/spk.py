@@ -51,12 +51,10 @@ def _device(name: str) -> str:
 
 
 def _guard(fn: Any, *args: Any, **kwargs: Any) -> Any:
-    from omni_deploy.speaker.inputs import AudioError
-    from omni_deploy.speaker.onnx_weights import SpeakerModelError
-
+    # SpeakerModelError and AudioError reach cli.py's exit-code map; a ValueError here is bad input too.
     try:
         return fn(*args, **kwargs)
-    except (SpeakerModelError, AudioError, ValueError) as exc:
+    except ValueError as exc:
         raise click.ClickException(str(exc)) from None
 
 

@@ -51,3 +51,13 @@ def write_record(run_dir: Path, record: dict[str, Any]) -> Path:
     path = run_dir / "launch.json"
     write_new(path, json.dumps(record, indent=2, default=str) + "\n")
     return path
+
+
+def add_to_record(run_dir: Path, fields: dict[str, Any]) -> None:
+    """Add fields to our own launch.json (written by write_record in a directory we made)."""
+    path = run_dir / "launch.json"
+    record = json.loads(path.read_text(encoding="utf-8"))
+    record.update(fields)
+    partial = path.with_name(path.name + ".partial")
+    partial.write_text(json.dumps(record, indent=2, default=str) + "\n", encoding="utf-8")
+    os.replace(partial, path)

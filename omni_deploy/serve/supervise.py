@@ -69,6 +69,9 @@ class Supervisor:
     _tail: collections.deque[str] = field(default_factory=lambda: collections.deque(maxlen=TAIL_LINES))
     _wake: threading.Event = field(default_factory=threading.Event)
     child: subprocess.Popen[bytes] | None = None
+    # How the run ended, beside the exit code, for the CLI's exit-code map.
+    forwarded: list[str] = field(default_factory=list)
+    timed_out: bool = False
 
     def say(self, message: str) -> None:
         print(f"omni-deploy: {message}", file=self.out, flush=True)
@@ -82,6 +85,7 @@ class Supervisor:
             print(line, file=self.out, flush=True)
 
     def _forward(self, signum: int, _frame: Any) -> None:
+        self.forwarded.append(signal.Signals(signum).name)
         if self.child is not None and self.child.poll() is None:
             self.say(
                 f"forwarding {signal.Signals(signum).name} to the server (process group {self.child.pid})"
@@ -147,6 +151,7 @@ class Supervisor:
             if time.monotonic() > deadline:
                 self.say(f"not ready after {self.ready_timeout:g} s; stopping the server and its workers")
                 self.terminate_tree()
+                self.timed_out = True
                 return EXIT_READY_TIMEOUT
             status, _ = probe_url(f"{self.base_url}/health")
             if status == 200:

@@ -55,7 +55,10 @@ def test_ready_after_503s_then_sigterm_forwarded_and_exit_code_propagated(
     assert record["env"]["OMNI_DEPLOY_SPK_TF32"] == "1"
     assert record["pgid"] == record["pid"] != served.proc.pid  # its own session and process group
     served.proc.send_signal(signal.SIGTERM)
-    assert served.proc.wait(timeout=15) == 7
+    assert served.proc.wait(timeout=15) == 130  # interrupted; the server's own code is kept
+    served.wait_for("SIGTERM forwarded to the server, which exited with code 7")
+    exit_record = json.loads((tmp_path / "run" / "launch.json").read_text())["exit"]
+    assert exit_record == {"server_code": 7, "signals": ["SIGTERM"], "ready_timeout": False}
     assert served.record()["signals"] == ["SIGTERM"]
     assert gone(record["pid"]) and gone(record["grandchild"])
     assert (tmp_path / "run" / "server.log").read_text().count("stand-in vllm: listening") == 1
@@ -78,10 +81,12 @@ def test_crash_before_ready_exits_at_once_with_its_code_and_log_tail(start_serve
     served = start_serve(
         *_base(free_port(), tmp_path / "run", "--ready-timeout", "60"), env={"STANDIN_VLLM_MODE": "crash"}
     )
-    assert served.proc.wait(timeout=30) == 3
+    assert served.proc.wait(timeout=30) == 4  # the server exited with an error: its code is printed and kept
     assert time.monotonic() - started < 20
     served.wait_for("RuntimeError: stand-in crash")
     assert "exited with code 3 before it was ready" in served.output()
+    served.wait_for("omni-deploy: error: the server exited with code 3")
+    assert json.loads((tmp_path / "run" / "launch.json").read_text())["exit"]["server_code"] == 3
     assert "  | RuntimeError: stand-in crash during start-up" in served.output()
 
 
