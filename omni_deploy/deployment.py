@@ -12,7 +12,7 @@ API (issue 11; render, validate, explain, serve, bench and k8s start here):
     d.pipeline            # knowledge.pipelines.PipelineInfo (name, known pipeline, how we know)
     d.stages(), d.stage(2), d.connectors(), d.platform_sections()
     d.code2wav_connector()  # (name, Map) of the connector MiniCPM-o's Code2Wav reads, or None
-    d.code2wav_extra(), d.code2wav_extra_path   # its `extra` Map, and "connectors.NAME.extra"
+    d.code2wav_extra(), d.code2wav_extra_path   # its `extra` Map, and "$.connectors.NAME.extra"
     d.on("cuda")          # config.platform.PlatformApplied: the view a server on that platform
                           # runs (cached; raises ConfigError for a bad platform section)
     d.code2wav_extra_on("cuda")  # the Code2Wav extra inside that view (serve edits it)
@@ -33,6 +33,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from omni_deploy import jsonpath
 from omni_deploy.config.chain import Resolved, locate_top_file, resolve_file
 from omni_deploy.config.nodes import Map, Node, Scalar, Seq
 from omni_deploy.config.platform import PlatformApplied, apply_platform
@@ -116,7 +117,7 @@ class Deployment:
     def code2wav_extra_path(self) -> str:
         """Where the Code2Wav options live, as a path for messages."""
         found = self.code2wav_connector()
-        return f"connectors.{found[0]}.extra" if found else "connectors.<stage 2 input>.extra"
+        return jsonpath.connector_extra(found[0]) if found else "$.connectors.<stage 2 input>.extra"
 
     def on(self, platform: str) -> PlatformApplied:
         """The config a server on `platform` runs (raises ConfigError); computed once per platform."""

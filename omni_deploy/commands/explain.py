@@ -9,6 +9,8 @@ from typing import Any
 import click
 
 from omni_deploy.config.stage_schema import PLATFORMS
+from omni_deploy.integration_env import BACKENDS, backend_choice
+from omni_deploy.knowledge.versions import RELEASED
 
 
 def _gib(value: Any) -> str:
@@ -32,7 +34,7 @@ def _cell(value: Any) -> str:
 @click.option("--probe", is_flag=True, help="Inspect this host (GPUs via nvidia-smi, packages, the plugin).")
 @click.option(
     "--spk-backend",
-    type=click.Choice(("auto", "cuda-torch", "cpu-onnxruntime", "tensorrt")),
+    type=click.Choice(("auto", *BACKENDS)),
     default="auto",
     show_default=True,
     help="What `serve --spk-backend` would override the file with.",
@@ -41,7 +43,7 @@ def _cell(value: Any) -> str:
 @click.option(
     "--target-version",
     default=None,
-    help="vllm-omni version of the serving host (default: installed, else 0.30.0).",
+    help=f"vllm-omni version of the serving host (default: installed, else {RELEASED}).",
 )
 @click.option("-o", "--output", "fmt", type=click.Choice(("text", "json")), default="text", show_default=True)
 def explain(
@@ -79,7 +81,7 @@ def explain(
         platforms = (platform,)
     else:
         platforms = deployment.default_platforms()
-    override = None if spk_backend == "auto" else spk_backend
+    override = backend_choice(spk_backend)
     decisions = {p: decide(p, info, extra, extra_path, dict(os.environ), host, override) for p in platforms}
     result: dict[str, Any] = {"file": name, "pipeline": info.name, "pipeline_source": info.source}
     if backend:

@@ -11,7 +11,7 @@ from typing import Any
 import click
 
 from omni_deploy.config.stage_schema import PLATFORMS
-from omni_deploy.integration_env import BACKENDS
+from omni_deploy.integration_env import BACKENDS, backend_choice
 
 
 def _env_pairs(values: tuple[str, ...]) -> dict[str, str]:
@@ -142,7 +142,7 @@ def serve(
     deployment = report.deployment
     assert deployment is not None
     applied = deployment.on(chosen)
-    override = None if spk_backend == "auto" else spk_backend
+    override = backend_choice(spk_backend)
     host_caps = probe_host()
     if skip_preflight or dry_run:
         host_caps.probed = False  # decide for the intended serving host, not for this one

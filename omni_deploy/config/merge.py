@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Hashable
 from dataclasses import dataclass, field
 
-from omni_deploy import codes
+from omni_deploy import codes, jsonpath
 from omni_deploy.config.nodes import Entry, Map, Node, Origin, Scalar, Seq, is_falsy, to_plain
 from omni_deploy.errors import ConfigError
 
@@ -98,7 +98,7 @@ def merge_stage(base: Map, overlay: Map, path: str, report: MergeReport | None =
     merged = base.copy()
     for key, entry in overlay.entries.items():
         if key not in DEEP_MERGE_KEYS:
-            _note_replace(report, f"{path}.{key}", base.get(key), entry)
+            _note_replace(report, jsonpath.child(path, key), base.get(key), entry)
         merged.entries[key] = entry
     deep_base = Map({k: e for k, e in base.entries.items() if k in DEEP_MERGE_KEYS})
     deep_overlay = Map({k: e for k, e in overlay.entries.items() if k in DEEP_MERGE_KEYS})
@@ -123,7 +123,7 @@ def merge_stage_lists(
             if name == "overlay" and sid in by_id:
                 old = by_id[sid]
                 assert isinstance(old, Map) and isinstance(stage, Map)
-                by_id[sid] = merge_stage(old, stage, f"{path}[stage_id={sid}]", report)
+                by_id[sid] = merge_stage(old, stage, jsonpath.stage(sid, path), report)
             else:
                 by_id[sid] = stage
     seq_origin = overlay.origin if overlay is not None else base.origin if base is not None else origin

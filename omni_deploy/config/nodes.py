@@ -6,11 +6,11 @@ which file and which layer (base, overlay, platform section) set each value.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Hashable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeAlias
 
+from omni_deploy import jsonpath
 from omni_deploy.errors import Location
 
 
@@ -88,10 +88,6 @@ class Map:
 Node: TypeAlias = Scalar | Seq | Map
 
 
-def is_null(node: Node | None) -> bool:
-    return node is None or (isinstance(node, Scalar) and node.value is None)
-
-
 def is_falsy(node: Node | None) -> bool:
     """Python truthiness of the plain value, as upstream's `if not x` sees it."""
     if node is None:
@@ -138,17 +134,7 @@ def retag(node: Node, layer: str) -> Node:
     )
 
 
-_PLAIN_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-
-
-def child_path(path: str, key: Hashable) -> str:
-    """JSONPath-like path of a child: `$.stages[1].max_num_seqs`, `$['odd key']`."""
-    if isinstance(key, int) and not isinstance(key, bool):
-        return f"{path}[{key}]"
-    text = str(key)
-    if _PLAIN_KEY.match(text):
-        return f"{path}.{text}"
-    return f"{path}[{text!r}]"
+child_path = jsonpath.child  # one spelling of paths: omni_deploy/jsonpath.py
 
 
 def iter_leaves(node: Node, path: str = "$") -> Iterator[tuple[str, Node]]:
@@ -180,7 +166,4 @@ def locate(root: Node, path: list[Hashable]) -> tuple[Node | None, Origin | None
 
 
 def path_string(path: list[Hashable]) -> str:
-    text = "$"
-    for part in path:
-        text = child_path(text, part)
-    return text
+    return jsonpath.join(path)

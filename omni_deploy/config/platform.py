@@ -45,10 +45,6 @@ class PlatformApplied:
     model_runner: str = "v1"
 
 
-def _entry_of(stage: Map, key: str) -> Entry | None:
-    return stage.entries.get(key)
-
-
 def _as_map(node: Node | None, what: str) -> Map | None:
     if node is None or (isinstance(node, Scalar) and node.value is None):
         return None

@@ -24,7 +24,7 @@ import logging
 import os
 from typing import Any
 
-from omni_deploy.integration_env import SPK_BACKEND, SPK_TF32
+from omni_deploy.integration_env import CUDA_TORCH, SPK_BACKEND, SPK_TF32
 
 CODE2WAV_MODULE = "vllm_omni.model_executor.models.minicpmo_4_5.minicpmo_4_5_code2wav"
 CORE_MODULE = "vllm_omni.model_executor.models.step_audio2.step_audio2_token2wav"
@@ -48,7 +48,7 @@ def _warn_once(key: str, message: str) -> None:
 
 
 def active() -> bool:
-    return os.environ.get(SPK_BACKEND) == "cuda-torch"
+    return os.environ.get(SPK_BACKEND) == CUDA_TORCH
 
 
 def allow_tf32() -> bool:

@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from omni_deploy.knowledge.keys import CODE2WAV, CONNECTOR_EXTRA, NO_DEFAULT, Key, by_place
-from omni_deploy.knowledge.versions import MAIN
+from omni_deploy.knowledge.versions import MAIN, RELEASED
 
 SCHEMA_ID = "urn:omni-deploy:schemas:deploy"
 
@@ -32,7 +32,7 @@ def _property(key: Key) -> dict[str, Any]:
         prop["items"] = item
     if key.default is not NO_DEFAULT:
         prop["default"] = key.default
-    versions = "vllm-omni main after 0.30.0 only" if key.since == MAIN else f"vllm-omni >= {key.since}"
+    versions = f"vllm-omni main after {RELEASED} only" if key.since == MAIN else f"vllm-omni >= {key.since}"
     prop["description"] = f"{key.meaning} Read by {versions}."
     return prop
 

@@ -15,12 +15,14 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from omni_deploy.config.nodes import Map, Node, Scalar
+from omni_deploy.config.nodes import Map, Node, Scalar, child_path
 from omni_deploy.host import HostCaps
-from omni_deploy.integration_env import VLLM_OMNI_TRT
+from omni_deploy.integration_env import CPU_ORT, CUDA_TORCH, TENSORRT, VLLM_OMNI_TRT, Backend
+from omni_deploy.knowledge.keys import by_place
 from omni_deploy.knowledge.pipelines import PipelineInfo
+from omni_deploy.knowledge.versions import RELEASED
 
-CUDA_TORCH, CPU_ORT, TENSORRT = "cuda-torch", "cpu-onnxruntime", "tensorrt"
+__all__ = ["CPU_ORT", "CUDA_TORCH", "NOT_APPLICABLE", "TENSORRT", "UNKNOWN", "SpeakerDecision", "decide"]
 NOT_APPLICABLE, UNKNOWN = "not-applicable", "unknown"
 
 
@@ -33,7 +35,7 @@ class Reason:
 
 @dataclass(frozen=True)
 class Fallback:
-    backend: str
+    backend: Backend
     how: str
 
 
@@ -64,11 +66,12 @@ class Setting:
     explicit: bool
 
 
-def _setting(extra: Map | None, path: str, name: str, default: Any) -> Setting:
+def _setting(extra: Map | None, path: str, name: str) -> Setting:
+    """The knob as set in the Code2Wav extra, else its default from the knowledge table."""
     node: Node | None = extra.get(name) if extra is not None else None
     if isinstance(node, Scalar):
-        return Setting(f"{path}.{name}", node.value, str(node.origin), True)
-    return Setting(f"{path}.{name}", default, "default", False)
+        return Setting(child_path(path, name), node.value, str(node.origin), True)
+    return Setting(child_path(path, name), by_place("code2wav")[name].default, "default", False)
 
 
 def _cpu(
@@ -102,7 +105,7 @@ def decide(
     extra_path: str,
     env: dict[str, str],
     host: HostCaps,
-    override: str | None = None,
+    override: Backend | None = None,
 ) -> SpeakerDecision:
     """The effective speaker backend of one platform. `override` is serve's --spk-backend."""
     if not pipeline.is_minicpmo:
@@ -120,9 +123,9 @@ def decide(
             f"{pipeline.name} keeps its own speaker path",
             reasons=[Reason("pipeline", pipeline.name, pipeline.source)],
         )
-    trt = _setting(extra, extra_path, "token2wav_trt", False)
-    device_spk = _setting(extra, extra_path, "token2wav_device_spk", True)
-    tf32 = _setting(extra, extra_path, "token2wav_allow_tf32", True)
+    trt = _setting(extra, extra_path, "token2wav_trt")
+    device_spk = _setting(extra, extra_path, "token2wav_device_spk")
+    tf32 = _setting(extra, extra_path, "token2wav_allow_tf32")
     env_trt = env.get(VLLM_OMNI_TRT) == "1"
     reasons = [Reason("platform", platform, "--platform")]
     warnings: list[str] = []
@@ -193,18 +196,16 @@ def decide(
                 warnings,
                 "vllm-omni (ONNX Runtime, CPU): fallback, CUDA path unavailable",
             )
-        provider = "omni-deploy vLLM plugin (vllm-omni {} does not read token2wav_device_spk)".format(
-            host.vllm_omni or "0.30.0"
-        )
+        provider = f"omni-deploy vLLM plugin (vllm-omni {host.vllm_omni or RELEASED} does not read token2wav_device_spk)"
         reasons.append(Reason("provider", "omni-deploy plugin", "host" if host.probed else "assumed"))
         if device_spk.explicit:
             warnings.append(
                 f"{device_spk.name} is read by omni-deploy serve, which tells its plugin; vllm-omni "
-                f"{host.vllm_omni or '0.30.0'} itself ignores the key"
+                f"{host.vllm_omni or RELEASED} itself ignores the key"
             )
     if tf32.explicit and not host.vllm_omni_reads_device_spk:
         warnings.append(
-            f"{tf32.name} is applied to CAM++ by omni-deploy's plugin; vllm-omni {host.vllm_omni or '0.30.0'} "
+            f"{tf32.name} is applied to CAM++ by omni-deploy's plugin; vllm-omni {host.vllm_omni or RELEASED} "
             "ignores it for the rest of Code2Wav"
         )
     return SpeakerDecision(

@@ -12,8 +12,16 @@ from typing import Any
 
 from omni_deploy.config.nodes import Entry, Map, Origin, Scalar
 from omni_deploy.errors import OmniDeployError
-from omni_deploy.integration_env import SPK_BACKEND, SPK_TF32, VLLM_OMNI_TRT
-from omni_deploy.resolve.speaker import CPU_ORT, CUDA_TORCH, TENSORRT, SpeakerDecision
+from omni_deploy.integration_env import (
+    CPU_ORT,
+    CUDA_TORCH,
+    SPK_BACKEND,
+    SPK_TF32,
+    TENSORRT,
+    VLLM_OMNI_TRT,
+    Backend,
+)
+from omni_deploy.resolve.speaker import SpeakerDecision
 
 DEFAULT_MODEL = "openbmb/MiniCPM-o-4_5"
 
@@ -29,7 +37,7 @@ class LaunchOptions:
     host: str = "127.0.0.1"
     port: int = 8091
     served_model_name: str | None = None
-    spk_backend: str | None = None  # None: what the file says
+    spk_backend: Backend | None = None  # None: what the file says
     extra_env: dict[str, str] = field(default_factory=dict)
     passthrough: tuple[str, ...] = ()
 
@@ -39,8 +47,6 @@ class LaunchPlan:
     argv: list[str]
     env_changes: dict[str, str | None]  # None: removed from the environment
     speaker: SpeakerDecision
-    config_text: str = ""
-    warnings: list[str] = field(default_factory=list)
 
     def shell(self) -> str:
         return shlex.join(self.argv)
@@ -84,7 +90,9 @@ def check_passthrough(args: tuple[str, ...], stage_ids: set[int]) -> None:
         raise PlanError("--worker-backend ray needs --ray-address")
 
 
-def apply_speaker_override(config: Map, extra: Map | None, backend: str | None, origin: Origin) -> list[str]:
+def apply_speaker_override(
+    config: Map, extra: Map | None, backend: Backend | None, origin: Origin
+) -> list[str]:
     """Write --spk-backend into the rendered config's Code2Wav extra, so vllm-omni and the plugin agree."""
     if backend is None or extra is None:
         return []

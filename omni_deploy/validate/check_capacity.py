@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import replace
 
-from omni_deploy import codes
+from omni_deploy import codes, jsonpath
 from omni_deploy.config.nodes import Map, Node, Origin, Scalar, Seq, to_plain
 from omni_deploy.config.platform import PlatformApplied
 from omni_deploy.validate.context import Context
@@ -73,7 +73,7 @@ def _memory_on(ctx: Context, platform: str, applied: PlatformApplied) -> list[Fi
                     kv_node.origin,
                     ctx.file,
                     codes.E352,
-                    f"$.stages[stage_id={sid}].kv_cache_memory_bytes",
+                    f"{jsonpath.stage(sid)}.kv_cache_memory_bytes",
                     f"on {platform}: a KV budget of {kv / GIB:.2f} GiB does not fit in this stage's share "
                     f"({util:g} x {gib:g} GiB = {util * gib:.2f} GiB)",
                 )
@@ -90,7 +90,7 @@ def _memory_on(ctx: Context, platform: str, applied: PlatformApplied) -> list[Fi
                 last[2],
                 ctx.file,
                 code,
-                f"$.stages[stage_id={last[0]}].gpu_memory_utilization",
+                f"{jsonpath.stage(last[0])}.gpu_memory_utilization",
                 f"on {platform}: stages sharing device {device} ask for {total:.2f} of its memory ({listing})",
                 "lower gpu_memory_utilization or move a stage to another device"
                 if code is codes.E350
@@ -108,7 +108,7 @@ def _memory_on(ctx: Context, platform: str, applied: PlatformApplied) -> list[Fi
                         last[2],
                         ctx.file,
                         codes.E352,
-                        f"$.stages[stage_id={last[0]}].kv_cache_memory_bytes",
+                        f"{jsonpath.stage(last[0])}.kv_cache_memory_bytes",
                         f"on {platform}: KV budgets on device {device} add up to {total / GIB:.2f} GiB, more than "
                         f"the {gib:g} GiB card ({listing})",
                     )
@@ -124,10 +124,7 @@ def check_minicpmo_capacity(ctx: Context) -> list[Finding]:
     code2wav = ctx.deployment.stage(known.code2wav_stage) if known.code2wav_stage is not None else None
     capacity = _number(code2wav.get("max_num_seqs")) if code2wav else None
     extra = ctx.deployment.code2wav_extra()
-    extra_path = "$.connectors[code2wav].extra"
-    found = ctx.deployment.code2wav_connector()
-    if found is not None:
-        extra_path = f"$.connectors.{found[0]}.extra"
+    extra_path = ctx.deployment.code2wav_extra_path
     sizes = extra.get("hift_graph_capture_batch_sizes") if extra else None
     if isinstance(sizes, Seq):
         values = [to_plain(item) for item in sizes.items]
@@ -202,7 +199,7 @@ def _talker_kv(ctx: Context, talker_id: int) -> list[Finding]:
         seqs, length = _number(talker.get("max_num_seqs")), _number(talker.get("max_model_len"))
         if kv is None or kv_node is None or seqs is None or length is None or kv < 0:
             continue
-        path = f"$.stages[stage_id={talker_id}].kv_cache_memory_bytes"
+        path = f"{jsonpath.stage(talker_id)}.kv_cache_memory_bytes"
         shape = ctx.options.model_shape
         if shape is None:
             findings.append(
@@ -249,7 +246,7 @@ def check_batched_tokens(ctx: Context) -> list[Finding]:
                         batched_node.origin if batched_node else None,
                         ctx.file,
                         codes.W363,
-                        f"$.stages[stage_id={sid}].max_num_batched_tokens",
+                        f"{jsonpath.stage(sid)}.max_num_batched_tokens",
                         f"on {platform}: max_num_batched_tokens {batched:g} < max_model_len {length:g} with chunked "
                         "prefill off: prompts longer than a step cannot be scheduled",
                     )

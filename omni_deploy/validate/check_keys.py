@@ -5,7 +5,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Callable, Iterable
 
-from omni_deploy import codes
+from omni_deploy import codes, jsonpath
 from omni_deploy.codes import Code
 from omni_deploy.config.nodes import Map, Node, Origin, Seq, child_path
 from omni_deploy.config.stage_schema import PLATFORMS
@@ -17,7 +17,7 @@ from omni_deploy.knowledge.keys import (
     Key,
     by_place,
 )
-from omni_deploy.knowledge.versions import MAIN, reads
+from omni_deploy.knowledge.versions import MAIN, RELEASED, reads
 from omni_deploy.validate.context import Context
 from omni_deploy.validate.findings import Finding, at
 
@@ -58,7 +58,6 @@ class _KeyWalker:
         self,
         node: Node | None,
         path: str,
-        place: str,
         table: dict[str, Key],
         unknown: Callable[[str, str, Origin], None],
     ) -> None:
@@ -78,7 +77,7 @@ class _KeyWalker:
         if key.error_if_present:
             self.add(origin, codes.E311, path, key.error_if_present, None)
         elif not reads(key.since, target, key.until):
-            who = "vllm-omni main (after 0.30.0)" if key.since == MAIN else f"vllm-omni >= {key.since}"
+            who = f"vllm-omni main (after {RELEASED})" if key.since == MAIN else f"vllm-omni >= {key.since}"
             self.add(
                 origin,
                 codes.W310,
@@ -96,7 +95,7 @@ def check_keys(ctx: Context) -> list[Finding]:
         hint = _elsewhere(name, "top") or _suggest(name, TOP)
         walker.add(origin, codes.W301, path, f"unknown top-level key '{name}': vllm-omni ignores it", hint)
 
-    walker.mapping(root, "$", "top", TOP, top_unknown)
+    walker.mapping(root, "$", TOP, top_unknown)
 
     def duplex_unknown(name: str, path: str, origin: Origin) -> None:
         walker.add(
@@ -107,7 +106,7 @@ def check_keys(ctx: Context) -> list[Finding]:
             _suggest(name, DUPLEX),
         )
 
-    walker.mapping(root.get("duplex_session"), "$.duplex_session", "duplex_session", DUPLEX, duplex_unknown)
+    walker.mapping(root.get("duplex_session"), "$.duplex_session", DUPLEX, duplex_unknown)
 
     for path, stage in _stage_entries(root):
         _check_stage(walker, stage, path)
@@ -119,12 +118,12 @@ def check_keys(ctx: Context) -> list[Finding]:
         def connector_unknown(key: str, path: str, origin: Origin) -> None:
             walker.add(origin, codes.W306, path, f"unknown connector key '{key}'", _suggest(key, CONNECTOR))
 
-        walker.mapping(connector, base, "connector", CONNECTOR, connector_unknown)
+        walker.mapping(connector, base, CONNECTOR, connector_unknown)
 
     found = ctx.deployment.code2wav_connector()
     if found is not None:
         name, connector = found
-        extra_path = child_path(child_path("$.connectors", name), "extra")
+        extra_path = jsonpath.connector_extra(name)
 
         def extra_unknown(key: str, path: str, origin: Origin) -> None:
             if key in NPU_GRAPH_KEYS:
@@ -137,7 +136,7 @@ def check_keys(ctx: Context) -> list[Finding]:
                 _elsewhere(key, "code2wav") or _suggest(key, CODE2WAV_KEYS),
             )
 
-        walker.mapping(connector.get("extra"), extra_path, "code2wav", CODE2WAV_KEYS, extra_unknown)
+        walker.mapping(connector.get("extra"), extra_path, CODE2WAV_KEYS, extra_unknown)
 
     platforms = ctx.deployment.platform_sections()
     for plat, entry in platforms.entries.items() if platforms else []:
@@ -161,7 +160,7 @@ def check_keys(ctx: Context) -> list[Finding]:
             )
             walker.add(origin, codes.W305, path, message, None if reason else _suggest(key, PLATFORM))
 
-        walker.mapping(section, plat_path, "platform", PLATFORM, platform_unknown)
+        walker.mapping(section, plat_path, PLATFORM, platform_unknown)
     return walker.findings
 
 
@@ -193,8 +192,8 @@ def _check_stage(walker: _KeyWalker, stage: Map, path: str) -> None:
             hint,
         )
 
-    walker.mapping(stage, path, "stage", STAGE, stage_unknown)
-    walker.mapping(stage.get("engine_args"), f"{path}.engine_args", "stage", STAGE, stage_unknown)
+    walker.mapping(stage, path, STAGE, stage_unknown)
+    walker.mapping(stage.get("engine_args"), f"{path}.engine_args", STAGE, stage_unknown)
     runtime = stage.get("runtime")
     if isinstance(runtime, Map):
         for key, entry in runtime.entries.items():

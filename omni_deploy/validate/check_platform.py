@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from omni_deploy import codes
+from omni_deploy import codes, jsonpath
 from omni_deploy.config.nodes import Map, child_path
 from omni_deploy.knowledge.keys import CUDA_ONLY_CODE2WAV, NPU_GRAPH_KEYS
 from omni_deploy.validate.context import Context
@@ -14,7 +14,7 @@ def check_platform_rules(ctx: Context) -> list[Finding]:
     found = ctx.deployment.code2wav_connector()
     extra = ctx.deployment.code2wav_extra()
     if found is not None and extra is not None:
-        extra_path = child_path(child_path("$.connectors", found[0]), "extra")
+        extra_path = jsonpath.connector_extra(found[0])
         for platform in ctx.applied:
             if platform == "cuda":
                 continue
@@ -43,7 +43,7 @@ def check_platform_rules(ctx: Context) -> list[Finding]:
                         entry.key_origin,
                         ctx.file,
                         codes.W372,
-                        child_path(child_path(child_path("$.connectors", name), "extra"), key),
+                        child_path(jsonpath.connector_extra(name), key),
                         f"'{key}' is not a connector key: the NPU graph switches are read from stage 2's "
                         "additional_config",
                         "move it to platforms.npu.stages[stage_id: 2].additional_config",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import difflib
 import re
 
-from omni_deploy import codes
+from omni_deploy import codes, jsonpath
 from omni_deploy.config.merge import DEEP_MERGE_KEYS
 from omni_deploy.config.nodes import Map, Scalar, Seq, child_path
 from omni_deploy.knowledge.keys import CODE2WAV
@@ -203,7 +203,7 @@ def _misplaced_code2wav(ctx: Context) -> list[Finding]:
                         entry.key_origin,
                         ctx.file,
                         codes.W332,
-                        child_path(child_path(child_path("$.connectors", name), "extra"), key),
+                        child_path(jsonpath.connector_extra(name), key),
                         f"Code2Wav option '{key}' in connector '{name}', which stage 2 does not receive: never read",
                         f"Code2Wav reads {where}",
                     )

@@ -91,8 +91,8 @@ def test_rules(tmp_path: Path) -> None:
     # What a replace threw away is reported.
     lost = {d.path: d.lost for d in resolved.report.dropped}
     assert lost["$.duplex_session"] == ("idle_ttl_s",)
-    assert lost["$.stages[stage_id=0].limit_mm_per_prompt"] == ("image", "video")
-    assert lost["$.stages[stage_id=0].env"] == ("B",)
+    assert lost["$.stages[?@.stage_id==0].limit_mm_per_prompt"] == ("image", "video")
+    assert lost["$.stages[?@.stage_id==0].env"] == ("B",)
 
 
 def test_provenance_of_base_overlay_and_platform(tmp_path: Path) -> None:

@@ -18,7 +18,7 @@ DEFAULT = ROOT / "deploy" / "minicpmo_4_5_turn.yaml"
 def _decide(path: Path, platform: str = "cuda", env: dict[str, str] | None = None, host: HostCaps | None = None,
             override: str | None = None):  # type: ignore[no-untyped-def]  # fmt: skip
     deployment = Deployment.load(str(path))
-    return decide(platform, deployment.pipeline, deployment.code2wav_extra(), "connectors.connector_of_shared_memory.extra", env or {},
+    return decide(platform, deployment.pipeline, deployment.code2wav_extra(), "$.connectors.connector_of_shared_memory.extra", env or {},
                   host or assumed_host("0.30.0"), override)  # fmt: skip
 
 
