@@ -30,6 +30,11 @@ def default_deploy_file() -> Path:
     return project_deploy_dir() / DEFAULT_DEPLOY_NAME
 
 
+def deploy_file_name(file: str | None) -> str:
+    """FILE as the user gave it, else the bundled MiniCPM-o 4.5 turn profile."""
+    return file if file is not None else str(default_deploy_file())
+
+
 def installed_vllm_omni_dir() -> Path | None:
     try:
         spec = importlib.util.find_spec("vllm_omni")

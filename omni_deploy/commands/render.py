@@ -32,10 +32,10 @@ def render(file: str | None, platform: str, show_origin: bool, fmt: str) -> int:
     The YAML output loads in vllm-omni as a deploy config and renders again to the same result.
     Nothing is written to disk.
     """
-    from omni_deploy.commands.options import default_file_name
+    from omni_deploy.bundled import deploy_file_name
     from omni_deploy.deployment import Deployment
 
-    deployment = Deployment.load(default_file_name(file))
+    deployment = Deployment.load(deploy_file_name(file))
     applied = deployment.on(platform) if platform != "none" else None
     config = applied.config if applied is not None else deployment.config
     if fmt == "json":

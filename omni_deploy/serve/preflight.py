@@ -6,10 +6,9 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from omni_deploy.bundled import installed_version
-from omni_deploy.host import query_gpus
+from omni_deploy.host import HostCaps
+from omni_deploy.integration_env import CUDA_TORCH
 from omni_deploy.knowledge.versions import major_minor
-from omni_deploy.resolve.speaker import CUDA_TORCH
 
 
 @dataclass(frozen=True)
@@ -26,10 +25,11 @@ class Preflight:
     versions: dict[str, str | None]
 
 
-def run_preflight(model: str, platform: str, backend: str) -> Preflight:
+def run_preflight(model: str, platform: str, backend: str, host: HostCaps) -> Preflight:
+    """Checks of this host, from its snapshot (`probe_host()`), and of the model path."""
     refusals: list[Refusal] = []
     notes: list[str] = []
-    versions = {"vllm": installed_version("vllm"), "vllm-omni": installed_version("vllm-omni")}
+    versions = {"vllm": host.vllm, "vllm-omni": host.vllm_omni}
     if shutil.which("vllm") is None:
         refusals.append(Refusal("vllm", "no `vllm` executable on PATH", "pip install 'omni-deploy[serve]'"))
     if versions["vllm-omni"] is None:
@@ -49,11 +49,12 @@ def run_preflight(model: str, platform: str, backend: str) -> Preflight:
             )
         )
     if platform == "cuda":
-        gpus, how = query_gpus()
-        if not gpus:
-            refusals.append(Refusal("gpu", f"no CUDA GPU visible ({how})", "check the driver, or --platform"))
+        if not host.gpus:
+            refusals.append(
+                Refusal("gpu", f"no CUDA GPU visible ({host.gpu_query})", "check the driver, or --platform")
+            )
         else:
-            notes.append(f"GPUs: {', '.join(gpus)}")
+            notes.append(f"GPUs: {', '.join(host.gpus)}")
     local = Path(model).expanduser()
     if local.exists():
         onnx = local / "assets" / "token2wav" / "campplus.onnx"

@@ -1,0 +1,148 @@
+"""What `omni-deploy explain` says about a deploy file: per platform, the speaker-embedding decision
+or an overview of stages, devices and Code2Wav knobs; as a dict (JSON) or as text.
+
+Pure: the host snapshot and the environment are passed in.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from omni_deploy.config.stage_schema import PLATFORMS
+from omni_deploy.config.yaml_loader import display_path
+from omni_deploy.deployment import Deployment
+from omni_deploy.host import HostCaps
+from omni_deploy.integration_env import Backend
+from omni_deploy.resolve.overview import overview
+from omni_deploy.resolve.speaker import SpeakerDecision, decide
+
+
+@dataclass
+class Explanation:
+    deployment: Deployment
+    host: HostCaps
+    backend_only: bool
+    decisions: dict[str, SpeakerDecision]
+    result: dict[str, Any]  # what -o json prints
+
+
+def choose_platforms(deployment: Deployment, platform: str | None, backend_only: bool) -> tuple[str, ...]:
+    """--platform: all five, one, or (default) all five for --backend, cuda plus the file's sections otherwise."""
+    if platform == "all" or (platform is None and backend_only):
+        return PLATFORMS
+    if platform is not None:
+        return (platform,)
+    return deployment.default_platforms()
+
+
+def explain(
+    deployment: Deployment,
+    platforms: tuple[str, ...],
+    backend_only: bool,
+    host: HostCaps,
+    env: dict[str, str],
+    override: Backend | None,
+) -> Explanation:
+    info, extra = deployment.pipeline, deployment.code2wav_extra()
+    decisions = {
+        p: decide(p, info, extra, deployment.code2wav_extra_path, env, host, override) for p in platforms
+    }
+    result: dict[str, Any] = {"file": deployment.name, "pipeline": info.name, "pipeline_source": info.source}
+    if backend_only:
+        result["platforms"] = {p: d.as_dict() for p, d in decisions.items()}
+    else:
+        result["platforms"] = {
+            p: overview(deployment.on(p), info, extra, decisions[p].speaker_backend) for p in platforms
+        }
+    if host.probed or not backend_only:
+        result["host"] = host.as_dict()
+    return Explanation(deployment, host, backend_only, decisions, result)
+
+
+def as_json(explanation: Explanation) -> str:
+    return json.dumps(explanation.result, indent=2, default=str)
+
+
+def as_text(explanation: Explanation) -> str:
+    info, host = explanation.deployment.pipeline, explanation.host
+    lines = [
+        f"file: {display_path(explanation.deployment.top)}",
+        f"pipeline: {info.name or 'unknown'} ({info.source})",
+        _host_line(host),
+    ]
+    if explanation.backend_only:
+        for p, d in explanation.decisions.items():
+            lines += _decision_lines(p, d)
+    else:
+        for p, data in explanation.result["platforms"].items():
+            lines += _overview_lines(p, data)
+    return "\n".join(lines)
+
+
+def _yes(flag: bool) -> str:
+    return "yes" if flag else "no"
+
+
+def _host_line(host: HostCaps) -> str:
+    if not host.probed:
+        return (
+            f"host: assumed serving host with vllm-omni {host.vllm_omni} and omni-deploy[speaker] "
+            "(--probe checks this one)"
+        )
+    return (
+        f"host (probed): GPUs {', '.join(host.gpus) or 'none'} [{host.gpu_query}]; torch {_yes(host.torch)}, "
+        f"onnx {_yes(host.onnx)}, onnxruntime {_yes(host.onnxruntime)}, tensorrt {_yes(host.tensorrt)}; "
+        f"vllm {host.vllm or 'not installed'}, vllm-omni {host.vllm_omni or 'not installed'}"
+        + ("" if host.versions_match is not False else " (major.minor differ!)")
+        + f"; omni-deploy plugin {'registered' if host.plugin_registered else 'not registered'}"
+    )
+
+
+def _decision_lines(platform: str, d: SpeakerDecision) -> list[str]:
+    lines = [f"\n{platform}: {d.speaker_backend}  [{d.provider}]"]
+    if d.weights_dtype:
+        tf32 = {True: "on", False: "off", None: "n/a"}[d.matmul_tf32]
+        lines.append(
+            f"  precision: weights {d.weights_dtype}, inputs {d.inputs_dtype}, matmul TF32 {tf32}"
+            + (f", cuDNN TF32: {d.cudnn_tf32}" if d.cudnn_tf32 else "")
+        )
+    lines.append("  decided by:")
+    lines += [f"    {r.setting} = {json.dumps(r.value)}  ({r.origin})" for r in d.reasons]
+    if d.fallbacks:
+        lines.append("  to switch:")
+        lines += [f"    {f.backend}: {f.how}" for f in d.fallbacks]
+    lines += [f"  warning: {w}" for w in d.warnings]
+    return lines
+
+
+def _gib(value: Any) -> str:
+    return f"{value / 1024**3:.2f} GiB" if isinstance(value, int) and not isinstance(value, bool) else "-"
+
+
+def _cell(value: Any) -> str:
+    return "-" if value is None else str(value)
+
+
+def _overview_lines(platform: str, data: dict[str, Any]) -> list[str]:
+    lines = [
+        f"\n== {platform} (model runner {data['model_runner']})",
+        f"  {'stage':<5} {'role':<9} {'devices':<8} {'seqs':>5} {'max_len':>8} {'batched':>8} "
+        f"{'KV budget':>10} {'gpu mem':>8}",
+    ]
+    for s in data["stages"]:
+        lines.append(
+            f"  {_cell(s['stage_id']):<5} {s['role']:<9} {_cell(s['devices']):<8} {_cell(s['max_num_seqs']):>5} "
+            f"{_cell(s['max_model_len']):>8} {_cell(s['max_num_batched_tokens']):>8} "
+            f"{_gib(s['kv_cache_memory_bytes']):>10} {_cell(s['gpu_memory_utilization']):>8}"
+        )
+    for device, d in data["devices"].items():
+        kv = f", KV budgets {_gib(d['kv_cache_bytes'])}" if d["kv_cache_bytes"] else ""
+        lines.append(
+            f"  device {device}: stages {d['stages']} ask for {d['gpu_memory_utilization']:g} of its memory{kv}"
+        )
+    if data["code2wav"] is not None:
+        knobs = ", ".join(f"{k}={json.dumps(v)}" for k, v in data["code2wav"].items() if v is not None)
+        lines.append(f"  code2wav: {knobs}")
+    return lines

@@ -1,0 +1,54 @@
+"""serve, step 2: start the prepared plan, replacing this process or supervising the server.
+
+How the run ended becomes an error type the CLI maps to its exit code (cli.EXIT_CODES): the server
+exiting with an error (its own code also kept in launch.json), readiness timeout, interruption.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from omni_deploy.errors import Interrupted, OmniDeployError, ProcessExited, ReadinessTimeout
+from omni_deploy.serve.plan import LaunchPlan
+from omni_deploy.serve.prepare import Prepared
+from omni_deploy.serve.rundir import add_to_record
+from omni_deploy.serve.supervise import Supervisor, local_url
+
+
+def exec_server(plan: LaunchPlan, env: dict[str, str]) -> None:
+    """Replace this process with the server (--no-wait); returns only by raising."""
+    sys.stdout.flush()
+    try:
+        os.execvpe(plan.argv[0], plan.argv, env)
+    except OSError as exc:
+        raise OmniDeployError(f"cannot run {plan.argv[0]}: {exc}") from None
+
+
+def supervise(
+    prepared: Prepared,
+    env: dict[str, str],
+    host: str,
+    port: int,
+    ready_timeout: float,
+    stop_grace: float,
+) -> None:
+    """Run the server until it exits; a clean exit returns, anything else raises a mapped error."""
+    plan, directory = prepared.plan, prepared.directory
+    assert plan is not None and directory is not None
+    supervisor = Supervisor(
+        plan.argv, env, directory / "server.log", local_url(host, port), ready_timeout, stop_grace
+    )
+    code = supervisor.run()
+    outcome = {"server_code": code, "signals": supervisor.forwarded, "ready_timeout": supervisor.timed_out}
+    add_to_record(directory, {"exit": outcome})
+    if supervisor.timed_out:
+        raise ReadinessTimeout(
+            f"the server was not ready after {ready_timeout:g} s; run record in {directory}"
+        )
+    if supervisor.forwarded:
+        raise Interrupted(
+            f"interrupted: {', '.join(supervisor.forwarded)} forwarded to the server, which exited with code {code}"
+        )
+    if code != 0:
+        raise ProcessExited("the server", code)

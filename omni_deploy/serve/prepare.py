@@ -1,0 +1,176 @@
+"""serve, step 1: validate, decide the speaker backend, render into a fresh run directory, plan.
+
+Nothing is started here. The host snapshot is taken once by the caller and passed in: preflight
+checks this host with it; the speaker decision is made for the serving host, which is this host
+when we launch and the intended one (omni-deploy[speaker] installed) for --dry-run and
+--skip-preflight.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from omni_deploy.config.nodes import Origin, to_plain
+from omni_deploy.config.render import to_yaml
+from omni_deploy.config.yaml_loader import display_path
+from omni_deploy.deployment import Deployment
+from omni_deploy.host import HostCaps
+from omni_deploy.resolve.speaker import SpeakerDecision, decide
+from omni_deploy.serve.plan import (
+    LaunchOptions,
+    LaunchPlan,
+    apply_speaker_override,
+    build_plan,
+    check_passthrough,
+    plan_record,
+)
+from omni_deploy.serve.preflight import Preflight, Refusal, run_preflight
+from omni_deploy.serve.redact import redact_env
+from omni_deploy.serve.rundir import make_run_dir, write_new, write_record
+from omni_deploy.validate.context import Options
+from omni_deploy.validate.runner import FileReport, validate_file
+
+
+@dataclass
+class ServeRequest:
+    """What the serve command was asked for, options parsed (platform chosen, target version known)."""
+
+    file: str
+    platform: str
+    target_version: str
+    launch: LaunchOptions
+    run_dir: Path | None = None
+    dry_run: bool = False
+    skip_preflight: bool = False
+    no_wait: bool = False
+    ready_timeout: float = 1800
+    stop_grace: float = 10
+    fmt: str = "text"
+
+
+@dataclass
+class Prepared:
+    decision: SpeakerDecision
+    plan: LaunchPlan
+    preflight: Preflight
+    notes: list[str]
+    directory: Path
+    config_path: Path
+
+
+def serving_host(host: HostCaps, launching: bool) -> HostCaps:
+    """The host the speaker decision is for: this one when we launch, else the intended serving host."""
+    if launching:
+        return host
+    return dataclasses.replace(host, probed=False, torch=True, onnx=True, plugin_registered=True)
+
+
+def check(request: ServeRequest) -> FileReport:
+    """Validate the file for the one platform served (report.deployment is what the rest uses)."""
+    return validate_file(
+        request.file, Options(platforms=(request.platform,), target_version=request.target_version)
+    )
+
+
+def prepare(
+    request: ServeRequest,
+    deployment: Deployment,
+    host: HostCaps,
+    env: dict[str, str],
+    warn: Callable[[str], None],
+) -> Prepared:
+    """Decide, render and plan; the run directory gets deploy.yaml and launch.json.
+
+    `warn` hears the speaker decision's warnings as soon as it is made (before a bad passthrough
+    argument or an unusable --run-dir stops us).
+    """
+    platform, launch = request.platform, request.launch
+    applied = deployment.on(platform)
+    launching = not (request.dry_run or request.skip_preflight)
+    decision = decide(
+        platform,
+        deployment.pipeline,
+        deployment.code2wav_extra(),
+        deployment.code2wav_extra_path,
+        env,
+        serving_host(host, launching),
+        launch.spk_backend,
+    )
+    # The rendered config carries the override too, so vllm-omni and the plugin agree.
+    notes = apply_speaker_override(
+        applied.config,
+        deployment.code2wav_extra_on(platform),
+        launch.spk_backend,
+        Origin("--spk-backend", 0, 0, "override"),
+    )
+    for warning in decision.warnings:
+        warn(warning)
+    stage_ids = {to_plain(s.get("stage_id")) for s in applied.stages}
+    check_passthrough(launch.passthrough, {i for i in stage_ids if isinstance(i, int)})
+    preflight = run_preflight(launch.model, platform, decision.speaker_backend, host)
+    directory = make_run_dir(request.run_dir)
+    config_path = directory / "deploy.yaml"
+    header = f"# Rendered by omni-deploy serve from {display_path(deployment.top)} for platform {platform}\n"
+    write_new(config_path, to_yaml(applied.config, header + "".join(f"# {n}\n" for n in notes)))
+    plan = build_plan(launch, str(config_path), decision, env)
+    prepared = Prepared(decision, plan, preflight, notes, directory, config_path)
+    write_record(directory, _record(prepared, request, str(deployment.top)))
+    return prepared
+
+
+def _record(prepared: Prepared, request: ServeRequest, deploy_file: str) -> dict[str, Any]:
+    return plan_record(
+        prepared.plan,
+        {
+            "deploy_file": deploy_file,
+            "platform": request.platform,
+            "target_version": request.target_version,
+            "versions": prepared.preflight.versions,
+            "dry_run": request.dry_run,
+            "preflight": {
+                "skipped": request.skip_preflight,
+                "refusals": [r.__dict__ for r in prepared.preflight.refusals],
+                "notes": prepared.preflight.notes,
+            },
+            "notes": prepared.notes,
+            "run_dir": str(prepared.directory),
+        },
+    )
+
+
+def dry_run_text(prepared: Prepared, fmt: str) -> str:
+    """What --dry-run prints: the command, environment changes, the decision, would-be refusals."""
+    plan, decision, refusals = prepared.plan, prepared.decision, prepared.preflight.refusals
+    if fmt == "json":
+        out = {
+            "argv": plan.argv,
+            "env": redact_env(plan.env_changes),
+            "config": str(prepared.config_path),
+            "speaker_backend": decision.speaker_backend,
+            "preflight_refusals": [r.message for r in refusals],
+        }
+        return json.dumps(out, indent=2)
+    lines = [plan.shell()]
+    for key, value in redact_env(plan.env_changes).items():
+        lines.append(f"  env {key}={value}" if value is not None else f"  env unset {key}")
+    lines.append(f"config: {prepared.config_path}")
+    lines.append(f"speaker backend: {decision.speaker_backend} [{decision.provider}]")
+    lines += [f"note: {note}" for note in prepared.notes]
+    lines += [f"preflight would refuse: {r.message}" + (f" ({r.hint})" if r.hint else "") for r in refusals]
+    return "\n".join(lines)
+
+
+def refusal_lines(prepared: Prepared, skip_preflight: bool) -> tuple[list[str], list[Refusal]]:
+    """What serve says about preflight before a launch, and the refusals that stop it."""
+    if skip_preflight:
+        return ["preflight skipped (GPU, installed versions, model assets not checked)"], []
+    refusals = prepared.preflight.refusals
+    lines = [f"preflight: {r.message}" + (f" ({r.hint})" if r.hint else "") for r in refusals]
+    if refusals:
+        lines.append(f"nothing started; run record in {prepared.directory}")
+    return lines, refusals

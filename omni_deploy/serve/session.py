@@ -1,0 +1,78 @@
+"""`omni-deploy serve` from parsed options to a finished run: check, prepare, then print or launch.
+
+What is said goes through `echo(text, err)`, so this module does no terminal I/O of its own.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Callable
+
+from omni_deploy.errors import OmniDeployError
+from omni_deploy.host import detect_platform, probe_host
+from omni_deploy.knowledge.versions import default_target_version
+from omni_deploy.serve.launch import exec_server, supervise
+from omni_deploy.serve.prepare import ServeRequest, check, dry_run_text, prepare, refusal_lines
+from omni_deploy.validate.report import text as report_text
+
+Echo = Callable[[str, bool], None]  # (text, to stderr)
+
+
+def choose_platform(requested: str, lenient: bool) -> str:
+    """--platform as given, else this host's accelerator; cuda for a dry run on a host without one."""
+    if requested != "auto":
+        return requested
+    found = detect_platform() or ("cuda" if lenient else None)
+    if found is None:
+        raise OmniDeployError(
+            "no accelerator found (nvidia-smi, rocm-smi, npu-smi, xpu-smi); pass --platform"
+        )
+    return found
+
+
+def run_serve(asked: ServeRequest, echo: Echo) -> int:
+    """`asked.platform` may be "auto" and `asked.target_version` empty: both are settled here."""
+    platform = choose_platform(asked.platform, asked.skip_preflight or asked.dry_run)
+    request = dataclasses.replace(
+        asked,
+        platform=platform,
+        target_version=asked.target_version or default_target_version(),
+        launch=dataclasses.replace(asked.launch, platform=platform),
+    )
+    report = check(request)
+    if any(f.severity != "info" for f in report.findings):
+        echo(report_text([report]), True)
+    if not report.valid or report.deployment is None:
+        echo("omni-deploy: validation failed; nothing started", True)
+        return 1
+    env = dict(os.environ)
+    prepared = prepare(
+        request, report.deployment, probe_host(), env, lambda w: echo(f"omni-deploy: warning: {w}", True)
+    )
+    if request.dry_run:
+        echo(dry_run_text(prepared, request.fmt), False)
+        return 0
+    lines, refused = refusal_lines(prepared, request.skip_preflight)
+    for line in lines:
+        echo(f"omni-deploy: {line}", True)
+    if refused:
+        return 1
+    plan, decision = prepared.plan, prepared.decision
+    child_env = plan.child_env(env)
+    echo(f"omni-deploy: {plan.shell()}", False)
+    echo(
+        f"omni-deploy: speaker backend {decision.speaker_backend} [{decision.provider}]; run dir {prepared.directory}",
+        False,
+    )
+    if request.no_wait:
+        exec_server(plan, child_env)
+    supervise(
+        prepared,
+        child_env,
+        request.launch.host,
+        request.launch.port,
+        request.ready_timeout,
+        request.stop_grace,
+    )
+    return 0
