@@ -4,14 +4,18 @@ second start of each in the reverse concurrency order; then the report with A as
 from __future__ import annotations
 
 import dataclasses
+import functools
 import shlex
 import signal
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from omni_deploy.bench.protocol import Step, SweepOptions, plan_sweep
+from omni_deploy.errors import ProcessExited, ReadinessTimeout
+from omni_deploy.serve.supervise import exit_code
 
 SERVE_OPTIONS = {
     "spk-backend",
@@ -83,6 +87,36 @@ def describe(starts: list[Start]) -> str:
             lines.append(f"  {step.description:<16} {shlex.join(step.argv)}")
         lines.append("  then: SIGTERM to the server, wait for it to stop")
     return "\n".join(lines)
+
+
+def run_ab(
+    starts: list[Start], base_url: str, ready_timeout: float, result_dir: Path, say: Callable[[str], None]
+) -> str:
+    """Each start: a fresh server, its sweep, a stop. Returns the report of B against A."""
+    from omni_deploy.bench.report import aggregate, as_text, changes
+    from omni_deploy.bench.results import read_dir
+    from omni_deploy.bench.runner import run_sweep, wait_ready
+
+    for i, start in enumerate(starts, start=1):
+        say(f"start {i}/{len(starts)}: source {start.source.upper()} ({start.order})")
+        server = subprocess.Popen(start.serve_argv)
+        try:
+            if not wait_ready(base_url, ready_timeout, alive=functools.partial(_alive, server)):
+                if server.poll() is not None:
+                    raise ProcessExited(f"start {i}: the server", exit_code(server.returncode))
+                raise ReadinessTimeout(f"start {i}: the server did not become ready")
+            result = run_sweep(start.steps, start.result_dir, say)
+            if result.failed is not None:
+                raise ProcessExited("vllm bench serve", result.code)
+        finally:
+            stop(server)
+    rows_b = aggregate(read_dir(result_dir / "b"), "candidate")
+    rows_a = aggregate(read_dir(result_dir / "a"), "baseline")
+    return as_text(rows_b + rows_a, changes(rows_b, rows_a))
+
+
+def _alive(proc: subprocess.Popen[bytes]) -> bool:
+    return proc.poll() is None
 
 
 def stop(proc: subprocess.Popen[bytes], grace: float = 60) -> None:

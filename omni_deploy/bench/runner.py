@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from omni_deploy.bench.protocol import BENCH_ENV, Step
+from omni_deploy.errors import ProcessExited, ReadinessTimeout
 from omni_deploy.serve.supervise import exit_code, probe_url
 
 
@@ -68,6 +69,19 @@ def run_sweep(steps: list[Step], result_dir: Path, say: Callable[[str], None] = 
             return result
         result.finished.append(step)
     return result
+
+
+def sweep_server(
+    steps: list[Step], base_url: str, ready_timeout: float, result_dir: Path, say: Callable[[str], None]
+) -> None:
+    """Wait for a running server, then run the sweep; a failed round raises ProcessExited."""
+    say(f"waiting for {base_url}/health")
+    if not wait_ready(base_url, ready_timeout):
+        raise ReadinessTimeout(f"{base_url} is not ready after {ready_timeout:g} s")
+    result = run_sweep(steps, result_dir, say)
+    say(f"{len(result.finished)} of {len(steps)} round(s) done; results in {result_dir}")
+    if result.failed is not None:
+        raise ProcessExited("vllm bench serve", result.code)
 
 
 def stderr_say(message: str) -> None:

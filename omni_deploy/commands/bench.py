@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-import functools
 import shlex
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import click
-
-from omni_deploy.errors import ProcessExited, ReadinessTimeout
 
 
 def _ints(value: str) -> tuple[int, ...]:
@@ -21,10 +17,6 @@ def _ints(value: str) -> tuple[int, ...]:
     if not out or any(v < 1 for v in out):
         raise click.BadParameter("concurrency values must be positive integers")
     return out
-
-
-def _alive(proc: subprocess.Popen[bytes]) -> bool:
-    return proc.poll() is None
 
 
 def sweep_options(f: Any) -> Any:
@@ -99,7 +91,7 @@ def bench() -> None:
 def run(base_url: str, order: str, **kw: Any) -> int:
     """Run warm-up, discarded and measured rounds per concurrency against a running server."""
     from omni_deploy.bench.protocol import plan_sweep
-    from omni_deploy.bench.runner import run_sweep, stderr_say, wait_ready
+    from omni_deploy.bench.runner import stderr_say, sweep_server
 
     options = _sweep(base_url, kw, order)
     steps = plan_sweep(options)
@@ -107,13 +99,7 @@ def run(base_url: str, order: str, **kw: Any) -> int:
         for step in steps:
             click.echo(shlex.join(step.argv))
         return 0
-    stderr_say(f"waiting for {options.base_url}/health")
-    if not wait_ready(options.base_url, kw["ready_timeout"]):
-        raise ReadinessTimeout(f"{options.base_url} is not ready after {kw['ready_timeout']:g} s")
-    result = run_sweep(steps, options.result_dir, stderr_say)
-    stderr_say(f"{len(result.finished)} of {len(steps)} round(s) done; results in {options.result_dir}")
-    if result.failed is not None:
-        raise ProcessExited("vllm bench serve", result.code)
+    sweep_server(steps, options.base_url, kw["ready_timeout"], options.result_dir, stderr_say)
     return 0
 
 
@@ -174,9 +160,9 @@ def ab(
 
     Example: --a spk-backend=cpu-onnxruntime --b spk-backend=cuda-torch
     """
-    from omni_deploy.bench.ab import describe, parse_overrides, plan_ab, stop
-    from omni_deploy.bench.runner import run_sweep, stderr_say, wait_ready
-    from omni_deploy.serve.supervise import exit_code, local_url
+    from omni_deploy.bench.ab import describe, parse_overrides, plan_ab, run_ab
+    from omni_deploy.bench.runner import stderr_say
+    from omni_deploy.serve.supervise import local_url
 
     try:
         a, b = parse_overrides(a_pairs), parse_overrides(b_pairs)
@@ -190,23 +176,5 @@ def ab(
     if kw["dry_run"]:
         click.echo(describe(starts))
         return 0
-    for i, start in enumerate(starts, start=1):
-        stderr_say(f"start {i}/{len(starts)}: source {start.source.upper()} ({start.order})")
-        server = subprocess.Popen(start.serve_argv)
-        try:
-            if not wait_ready(sweep.base_url, kw["ready_timeout"], alive=functools.partial(_alive, server)):
-                if server.poll() is not None:
-                    raise ProcessExited(f"start {i}: the server", exit_code(server.returncode))
-                raise ReadinessTimeout(f"start {i}: the server did not become ready")
-            result = run_sweep(start.steps, start.result_dir, stderr_say)
-            if result.failed is not None:
-                raise ProcessExited("vllm bench serve", result.code)
-        finally:
-            stop(server)
-    from omni_deploy.bench.report import aggregate, as_text, changes
-    from omni_deploy.bench.results import read_dir
-
-    rows_b = aggregate(read_dir(kw["result_dir"] / "b"), "candidate")
-    rows_a = aggregate(read_dir(kw["result_dir"] / "a"), "baseline")
-    click.echo(as_text(rows_b + rows_a, changes(rows_b, rows_a)))
+    click.echo(run_ab(starts, sweep.base_url, kw["ready_timeout"], kw["result_dir"], stderr_say))
     return 0
