@@ -68,6 +68,13 @@ def _note_replace(report: MergeReport | None, path: str, old: Node | None, new: 
         report.dropped.append(Dropped(path, new.key_origin, old.origin, lost))
 
 
+def merge_one_level(base: Map, update: Map) -> Map:
+    """Upstream `{**base, **update}`: update's keys replace base's, each value whole."""
+    merged = base.copy()
+    merged.entries.update(update.entries)
+    return merged
+
+
 def merge_recursive(base: Map, update: Map) -> Map:
     """Upstream `_get_recursively_merged_dict`: mappings merge, anything else replaces."""
     merged = base.copy()
@@ -144,9 +151,15 @@ def merge_platforms(base: Node | None, overlay: Node | None, report: MergeReport
         plat_map = bp.copy()
         for key, entry in op.entries.items():
             if key != "stages":
-                _note_replace(report, f"$.{where}.{key}", bp.get(key), entry)
+                _note_replace(report, jsonpath.join(("platforms", plat, key)), bp.get(key), entry)
                 plat_map.entries[key] = entry
-        stages = merge_stage_lists(bp.get("stages"), op.get("stages"), f"$.{where}.stages", op.origin, report)
+        stages = merge_stage_lists(
+            bp.get("stages"),
+            op.get("stages"),
+            jsonpath.join(("platforms", plat, "stages")),
+            op.origin,
+            report,
+        )
         key_entry = op.entries.get("stages") or bp.entries.get("stages")
         plat_map.set("stages", stages, key_entry.key_origin if key_entry else stages.origin)
         plat_entry = overlay_map.entries.get(plat) or base_map.entries[plat]
@@ -167,7 +180,7 @@ def merge_documents(base: Map, overlay: Map, report: MergeReport | None = None) 
     merged = base.copy()
     for key, entry in overlay.entries.items():
         if key not in STRUCTURED_KEYS:
-            _note_replace(report, f"$.{key}", base.get(key), entry)
+            _note_replace(report, jsonpath.child(jsonpath.ROOT, key), base.get(key), entry)
             merged.entries[key] = entry
     connectors = merge_connectors(base.get("connectors"), overlay.get("connectors"))
     if connectors is not None:

@@ -14,7 +14,7 @@ from collections.abc import Hashable
 from dataclasses import dataclass, field
 
 from omni_deploy import codes
-from omni_deploy.config.merge import DEEP_MERGE_KEYS, merge_recursive
+from omni_deploy.config.merge import DEEP_MERGE_KEYS, merge_one_level, merge_recursive
 from omni_deploy.config.nodes import Entry, Map, Node, Origin, Scalar, Seq, retag, to_plain
 from omni_deploy.config.stage_schema import (
     RESERVED_STAGE_KEYS,
@@ -178,9 +178,7 @@ def apply_platform(merged: Map, platform: str) -> PlatformApplied:
             base_env = target.get("env")
             new_env = retag(env.node, layer)
             if isinstance(base_env, Map) and isinstance(new_env, Map):
-                combined = base_env.copy()
-                combined.entries.update(new_env.entries)
-                new_env = combined
+                new_env = merge_one_level(base_env, new_env)
             target.entries["env"] = Entry(env.key_origin, new_env)
         extras = target.get("engine_extras")
         assert isinstance(extras, Map)
@@ -189,9 +187,7 @@ def apply_platform(merged: Map, platform: str) -> PlatformApplied:
             if key in STAGE_ATTRIBUTES:
                 current = target.get(key)
                 if key in DEEP_MERGE_KEYS and isinstance(value.node, Map) and isinstance(current, Map):
-                    combined = current.copy()
-                    combined.entries.update(value.node.entries)
-                    value = Entry(value.key_origin, combined)
+                    value = Entry(value.key_origin, merge_one_level(current, value.node))
                 target.entries[key] = value
             else:
                 extras.entries[key] = value
