@@ -117,6 +117,11 @@ def findings_markdown() -> str:
         "(a test fails when this page and the table differ). The letter is the severity: E error,",
         "W warning, I info; `validate --strict` counts warnings as errors. Every code has an example",
         "file under `tests/data/` that produces it.",
+        "",
+        "Each finding names a file:line:col and a path into the deploy file, spelt as JSONPath",
+        "(RFC 9535, built by `omni_deploy/jsonpath.py`): `$.stages[0]` is the first entry as written,",
+        "`$.stages[?@.stage_id==1]` the stage whose stage_id is 1 after merging, `$.connectors.NAME.extra`",
+        "a connector's extra, `$['odd key']` a key that is not a plain name.",
     ]
     group = None
     for code in sorted(CODES.values(), key=lambda c: (c.id[1:], c.id)):
