@@ -17,8 +17,10 @@ API (issue 11; render, validate, explain, serve, bench and k8s start here):
                           # runs (cached; raises ConfigError for a bad platform section)
     d.code2wav_extra_on("cuda")  # the Code2Wav extra inside that view (serve edits it)
     d.section_platforms() # platforms the file has a section for; d.default_platforms(): cuda + those
+    d.locate(["stages", 0, "devices"], platform=None)  # (node, origin of its key) or (None, ...)
 
-Every value is a positioned node (`config.nodes`): `node.origin` is its file:line:col and layer.
+Every value is a positioned node (`config.nodes`): `node.origin` is its file:line:col and layer
+(base, overlay, platform:cuda, ...); `to_plain(node)` gives the plain Python value.
 
 Neighbours of this module, also from issue 11:
 - finding codes: `omni_deploy/codes.py` (one line per code; checks report through it),
@@ -30,12 +32,13 @@ Neighbours of this module, also from issue 11:
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from omni_deploy import jsonpath
 from omni_deploy.config.chain import Resolved, locate_top_file, resolve_file
-from omni_deploy.config.nodes import Map, Node, Scalar, Seq
+from omni_deploy.config.nodes import Map, Node, Origin, Scalar, Seq, locate
 from omni_deploy.config.platform import PlatformApplied, apply_platform
 from omni_deploy.config.stage_schema import PLATFORMS
 from omni_deploy.knowledge.pipelines import PipelineInfo, identify
@@ -124,6 +127,10 @@ class Deployment:
         if platform not in self._views:
             self._views[platform] = apply_platform(self.config, platform)
         return self._views[platform]
+
+    def locate(self, path: list[Hashable], platform: str | None = None) -> tuple[Node | None, Origin | None]:
+        """The value at `path` in the merged file (or a platform's view) and the origin of its key."""
+        return locate(self.on(platform).config if platform else self.config, path)
 
     def code2wav_extra_on(self, platform: str) -> Map | None:
         """The Code2Wav extra inside the platform view (the connector found in the merged file)."""
