@@ -11,6 +11,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from omni_deploy import codes
 from omni_deploy.bundled import bundled_candidates
 from omni_deploy.config.merge import MergeReport, merge_documents
 from omni_deploy.config.nodes import Map, Scalar, retag
@@ -36,7 +37,7 @@ def locate_top_file(name: str) -> Path:
         if path.exists():
             return path
     except (OSError, ValueError) as exc:
-        raise ConfigError(f"unusable file name {name!r}: {exc}", Location(name), code="E107") from None
+        raise ConfigError(f"unusable file name {name!r}: {exc}", Location(name), code=codes.E107) from None
     if os.sep not in name and "/" not in name:
         candidates = bundled_candidates(name)
         if candidates:
@@ -44,7 +45,7 @@ def locate_top_file(name: str) -> Path:
     raise ConfigError(
         f"no such file: {name}",
         Location(name),
-        code="E107",
+        code=codes.E107,
         hint="a bare file name is also looked up in omni-deploy's deploy/ and vllm-omni's "
         "bundled deploy/ folder",
     )
@@ -63,7 +64,7 @@ def _base_path(doc: Map, path: Path) -> tuple[Path, Scalar] | None:
         or not node.value
         or "\0" in node.value
     ):
-        raise ConfigError("base_config must be a file path string", node.origin.location, code="E112")
+        raise ConfigError("base_config must be a file path string", node.origin.location, code=codes.E112)
     return path.parent / node.value, node
 
 
@@ -79,7 +80,7 @@ def resolve_file(path: Path, env: dict[str, str] | None = None) -> Resolved:
         if real in [p.resolve() for p in chain]:
             names = " -> ".join(display_path(p) for p in [*chain, current])
             assert requested_by is not None
-            raise ConfigError(f"base_config cycle: {names}", requested_by.origin.location, code="E111")
+            raise ConfigError(f"base_config cycle: {names}", requested_by.origin.location, code=codes.E111)
         if requested_by is not None and not current.is_file():
             raise _missing_base(current, requested_by)
         doc = load_file(current, env)
@@ -113,6 +114,6 @@ def _missing_base(path: Path, requested_by: Scalar) -> ConfigError:
     return ConfigError(
         f"base_config {requested_by.value!r} not found (tried {display_path(path)})",
         requested_by.origin.location,
-        code="E110",
+        code=codes.E110,
         hint=hint,
     )

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Hashable
 
+from omni_deploy import codes
 from omni_deploy.config.nodes import Entry, Map, Node, Scalar, Seq, from_plain, to_plain
 from omni_deploy.errors import ConfigError
 
@@ -32,7 +33,7 @@ class _Resolver:
         return ConfigError(
             f"interpolation {node.value!r} {why}",
             node.origin.location,
-            code="E106",
+            code=codes.E106,
             hint="omni-deploy resolves ${path} and ${oc.env:VAR[,default]} as OmegaConf does; "
             "write the value literally so it can be checked",
         )

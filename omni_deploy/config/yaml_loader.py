@@ -15,6 +15,7 @@ from typing import Any
 
 import yaml
 
+from omni_deploy import codes
 from omni_deploy.config.interpolate import resolve_interpolations
 from omni_deploy.config.nodes import Entry, Map, Node, Origin, Scalar, Seq
 from omni_deploy.errors import ConfigError, Location
@@ -86,7 +87,7 @@ class _Builder:
             raise ConfigError(
                 f"unsupported {kind} {node.tag!r}: deploy files allow plain YAML only",
                 self.origin(node).location,
-                code="E103",
+                code=codes.E103,
                 hint="vllm-omni loads deploy files safely and would refuse this too",
             )
         if isinstance(node, yaml.MappingNode):
@@ -105,7 +106,7 @@ class _Builder:
                 raise ConfigError(
                     "mapping keys must be plain scalars",
                     self.origin(key_node).location,
-                    code="E105",
+                    code=codes.E105,
                 )
             key = self.loader.construct_object(key_node)
             if key in seen:
@@ -113,7 +114,7 @@ class _Builder:
                 raise ConfigError(
                     f"duplicate key {key!r} (first set on line {first}); YAML loaders keep only one of them",
                     self.origin(key_node).location,
-                    code="E102",
+                    code=codes.E102,
                     hint=f"remove one of the two, on line {first} or line {key_node.start_mark.line + 1}",
                 )
             seen[key] = key_node
@@ -126,7 +127,7 @@ class _Builder:
                 raise ConfigError(
                     "mapping keys must be plain scalars",
                     self.origin(key_node).location,
-                    code="E105",
+                    code=codes.E105,
                 )
             entries.pop(key, None)
             entries[key] = Entry(self.origin(key_node), self.build(value_node))
@@ -143,10 +144,10 @@ def parse_text(text: str, file: str) -> Map:
             mark = exc.problem_mark or exc.context_mark
             message = " ".join(p for p in (exc.context, exc.problem) if p)
             raise ConfigError(
-                f"YAML syntax error: {message or exc}", _mark_location(file, mark), code="E101"
+                f"YAML syntax error: {message or exc}", _mark_location(file, mark), code=codes.E101
             ) from None
         except yaml.YAMLError as exc:
-            raise ConfigError(f"YAML error: {exc}", Location(file), code="E101") from None
+            raise ConfigError(f"YAML error: {exc}", Location(file), code=codes.E101) from None
         if root is None:
             return Map({}, Origin(file, 1, 1))
         builder = _Builder(loader, file)
@@ -156,7 +157,7 @@ def parse_text(text: str, file: str) -> Map:
             raise ConfigError(
                 f"YAML error: {exc.problem or exc}",
                 _mark_location(file, exc.problem_mark),
-                code="E101",
+                code=codes.E101,
             ) from None
     finally:
         loader.dispose()
@@ -165,7 +166,7 @@ def parse_text(text: str, file: str) -> Map:
         raise ConfigError(
             f"the top level of a deploy file must be a mapping, not {kind}",
             tree.origin.location,
-            code="E104",
+            code=codes.E104,
         )
     return tree
 
@@ -176,10 +177,10 @@ def load_file(path: Path, env: dict[str, str] | None = None) -> Map:
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise ConfigError(f"no such file: {name}", Location(name), code="E107") from None
+        raise ConfigError(f"no such file: {name}", Location(name), code=codes.E107) from None
     except IsADirectoryError:
-        raise ConfigError(f"is a directory, not a file: {name}", Location(name), code="E107") from None
+        raise ConfigError(f"is a directory, not a file: {name}", Location(name), code=codes.E107) from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read {name}: {exc}", Location(name), code="E107") from None
+        raise ConfigError(f"cannot read {name}: {exc}", Location(name), code=codes.E107) from None
     tree = parse_text(text, name)
     return resolve_interpolations(tree, dict(os.environ) if env is None else env)
