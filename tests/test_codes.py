@@ -49,3 +49,10 @@ def test_every_code_literal_in_the_package_is_declared() -> None:
 def test_findings_page_is_up_to_date() -> None:
     committed = (ROOT / "docs" / "findings.md").read_text()
     assert committed == findings_markdown(), "run: omni-deploy schema --findings > docs/findings.md"
+
+
+def test_an_undeclared_code_fails_where_it_is_raised() -> None:
+    from omni_deploy.errors import ConfigError
+
+    with pytest.raises(KeyError):
+        ConfigError("x", code="E999")
