@@ -23,6 +23,11 @@ Every value is a positioned node (`config.nodes`): `node.origin` is its file:lin
 (base, overlay, platform:cuda, ...); `to_plain(node)` gives the plain Python value.
 
 Neighbours of this module, also from issue 11:
+- validate: `validate_file(name, Options)` or `validate_deployment(d, Options)` -> `FileReport`
+  (`.findings`, `.valid`, `.deployment`); a check is `def check(ctx: Context) -> list[Finding]`
+  with `ctx.deployment`, `ctx.options`, `ctx.applied` (platform -> view) and `ctx.file`,
+- serve: `serve/prepare.py` (check -> prepare: render, plan, run record), `serve/launch.py`
+  (exec or supervise), `serve/session.py` (the command's flow); explain: `resolve/explain.py`,
 - finding codes: `omni_deploy/codes.py` (one line per code; checks report through it),
 - exit codes: `omni_deploy/cli.py` (`EXIT_*`, one map from error type to exit code),
 - vocabulary: backend names in `omni_deploy/integration_env.py` (`Backend`, `BACKENDS`),
