@@ -20,6 +20,7 @@ from omni_deploy import __version__
 # command name -> (module, attribute); each module stays import-light at top level.
 COMMANDS: dict[str, tuple[str, str]] = {
     "bench": ("omni_deploy.commands.bench", "bench"),
+    "diff": ("omni_deploy.commands.diff", "diff"),
     "explain": ("omni_deploy.commands.explain", "explain"),
     "render": ("omni_deploy.commands.render", "render"),
     "schema": ("omni_deploy.commands.schema", "schema"),
@@ -75,11 +76,33 @@ class LazyGroup(click.Group):
         assert isinstance(command, click.Command)
         return command
 
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        name = args[0] if args else ""
+        if name and not name.startswith("-") and name not in COMMANDS and not ctx.resilient_parsing:
+            import difflib
+
+            close = difflib.get_close_matches(name, list(COMMANDS), n=1, cutoff=0.6)
+            hint = f" Did you mean '{close[0]}'?" if close else ""
+            ctx.fail(f"No such command '{name}'.{hint}")
+        return super().resolve_command(ctx, args)
+
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]}, epilog=EXIT_HELP)
 @click.version_option(__version__, prog_name="omni-deploy")
-def cli() -> None:
+@click.option(
+    "--color",
+    type=click.Choice(("auto", "always", "never")),
+    default="auto",
+    show_default=True,
+    help="Colour in tables and diffs; auto: on a terminal unless NO_COLOR is set.",
+)
+def cli(color: str) -> None:
     """Check, explain and launch vllm-omni deploy configs (MiniCPM-o 4.5 speech serving)."""
+    from omni_deploy.output import color as colour
+
+    colour.set_mode(color)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -57,9 +57,21 @@ class Deployment:
     _views: dict[str, PlatformApplied] = field(default_factory=dict, repr=False)
 
     @classmethod
-    def load(cls, name: str, *, pipeline: str | None = None, env: dict[str, str] | None = None) -> Deployment:
-        """Find the file, resolve its base_config chain and tell its pipeline (raises ConfigError)."""
-        resolved = resolve_file(locate_top_file(name), env)
+    def load(
+        cls,
+        name: str,
+        *,
+        pipeline: str | None = None,
+        env: dict[str, str] | None = None,
+        text: str | None = None,
+    ) -> Deployment:
+        """Find the file, resolve its base_config chain and tell its pipeline (raises ConfigError).
+
+        With `text` (stdin) nothing is looked up: `name` names it, and a relative base_config is
+        resolved from `name`'s folder.
+        """
+        top = Path(name) if text is not None else locate_top_file(name)
+        resolved = resolve_file(top, env, text)
         return cls(name, resolved, identify(resolved.config, resolved.chain, pipeline))
 
     @property

@@ -89,6 +89,19 @@ def describe(starts: list[Start]) -> str:
     return "\n".join(lines)
 
 
+def ab_json(starts: list[Start], result_dir: Path) -> str:
+    """The plan of `bench ab --dry-run -o json`: every round of every start, with its server."""
+    from omni_deploy.bench.runner import step_json
+    from omni_deploy.output.json_doc import dumps
+
+    rounds = [
+        step_json(step, start.result_dir, False, source=start.source, start=i, server=start.serve_argv)
+        for i, start in enumerate(starts, start=1)
+        for step in start.steps
+    ]
+    return dumps({"dry_run": True, "result_dir": str(result_dir), "steps": rounds})
+
+
 def run_ab(
     starts: list[Start], base_url: str, ready_timeout: float, result_dir: Path, say: Callable[[str], None]
 ) -> str:
@@ -110,8 +123,8 @@ def run_ab(
                 raise ProcessExited("vllm bench serve", result.code)
         finally:
             stop(server)
-    rows_b = aggregate(read_dir(result_dir / "b"), "candidate")
-    rows_a = aggregate(read_dir(result_dir / "a"), "baseline")
+    rows_b = aggregate(read_dir(result_dir / "b"), "B")
+    rows_a = aggregate(read_dir(result_dir / "a"), "A", baseline=True)
     return as_text(rows_b + rows_a, changes(rows_b, rows_a))
 
 

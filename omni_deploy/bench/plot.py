@@ -3,18 +3,32 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from omni_deploy.bench.report import _COLUMNS, Row
 
 
-def plot(rows: list[Row], out: Path) -> None:
+def plot(rows: list[Row], out: Path, title: str = "Serving benchmark") -> None:
+    """Write the figure to `out` (.png or .svg)."""
+    import matplotlib.pyplot as plt
+
+    fig = figure(rows, title)
+    fig.savefig(out)
+    plt.close(fig)
+
+
+def figure(rows: list[Row], title: str) -> Any:
+    """The figure: a title, one panel per metric, x ticks at the measured concurrencies."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import FixedLocator, NullLocator
 
+    concurrencies = sorted({r.concurrency for r in rows})
     fig, axes = plt.subplots(2, 3, figsize=(13, 7), constrained_layout=True)
-    for ax, (metric, title, _) in zip(axes.flat, _COLUMNS, strict=True):
+    fig.suptitle(title)
+    for ax, (metric, label, _) in zip(axes.flat, _COLUMNS, strict=True):
         for source in sorted({r.source for r in rows}):
             points = [
                 (r.concurrency, r.metrics[metric]) for r in rows if r.source == source and r.metrics[metric]
@@ -24,10 +38,14 @@ def plot(rows: list[Row], out: Path) -> None:
             xs = [c for c, _ in points]
             ax.plot(xs, [s["mean"] for _, s in points], marker="o", label=source)  # type: ignore[index]
             ax.fill_between(xs, [s["min"] for _, s in points], [s["max"] for _, s in points], alpha=0.2)  # type: ignore[index]
-        ax.set_title(title)
+        ax.set_title(label)
         ax.set_xlabel("concurrency")
+        ax.set_ylabel(label)
         ax.set_xscale("log", base=2)
+        # Log ticks would read 2^0..2^5; the sweep's own values (1, 4, 8, 16, 32) are what was run.
+        ax.xaxis.set_major_locator(FixedLocator(concurrencies))
+        ax.xaxis.set_minor_locator(NullLocator())
+        ax.set_xticklabels([str(c) for c in concurrencies])
         ax.grid(alpha=0.3)
     axes.flat[0].legend()
-    fig.savefig(out)
-    plt.close(fig)
+    return fig

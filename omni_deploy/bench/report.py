@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from omni_deploy.bench.results import METRICS, Round
@@ -17,6 +18,7 @@ class Row:
     failed: int
     metrics: dict[str, dict[str, float] | None]
     flagged: list[str] = field(default_factory=list)
+    baseline: bool = False  # the --baseline side of a comparison (listed first per concurrency)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -35,7 +37,7 @@ def _stats(values: list[float]) -> dict[str, float] | None:
     return {"mean": sum(values) / len(values), "min": min(values), "max": max(values)}
 
 
-def aggregate(rounds: list[Round], source: str) -> list[Row]:
+def aggregate(rounds: list[Round], source: str, baseline: bool = False) -> list[Row]:
     """Rows per concurrency from the measured rounds; flagged rounds are listed, not averaged."""
     by_c: dict[int, list[Round]] = {}
     for r in rounds:
@@ -47,7 +49,7 @@ def aggregate(rounds: list[Round], source: str) -> list[Row]:
         clean = [r for r in group if not r.problems]
         flagged = [f"{r.path.name}: {'; '.join(r.problems)}" for r in group if r.problems]
         metrics = {m: _stats([r.metrics[m] for r in clean if r.metrics[m] is not None]) for m in METRICS}  # type: ignore[misc]
-        rows.append(Row(source, c, len(clean), sum(r.failed for r in group), metrics, flagged))
+        rows.append(Row(source, c, len(clean), sum(r.failed for r in group), metrics, flagged, baseline))
     return rows
 
 
@@ -87,7 +89,16 @@ _COLUMNS = [
 
 
 def _ordered(rows: list[Row]) -> list[Row]:
-    return sorted(rows, key=lambda r: (r.concurrency, r.source != "baseline"))
+    return sorted(rows, key=lambda r: (r.concurrency, not r.baseline))
+
+
+def source_names(candidate: Path, baseline: Path | None) -> tuple[str, str | None]:
+    """What the table calls each side: the folders' names, or their paths where the names agree."""
+    if baseline is None:
+        return candidate.name or str(candidate), None
+    if candidate.name and baseline.name and candidate.name != baseline.name:
+        return candidate.name, baseline.name
+    return str(candidate), str(baseline)
 
 
 def as_markdown(rows: list[Row], diffs: list[dict[str, Any]]) -> str:
@@ -96,35 +107,44 @@ def as_markdown(rows: list[Row], diffs: list[dict[str, Any]]) -> str:
     for r in _ordered(rows):
         cells = " | ".join(_fmt(r.metrics[m], d) for m, _, d in _COLUMNS)
         lines.append(f"| {r.concurrency} | {r.source} | {cells} | {r.rounds} | {r.failed} |")
-    lines += _diff_lines(diffs, markdown=True)
+    lines += _diff_lines(diffs, markdown=True, names=_names(rows))
     lines += [f"\nflagged (not averaged): {f}" for r in rows for f in r.flagged]
     return "\n".join(lines)
 
 
 def as_text(rows: list[Row], diffs: list[dict[str, Any]]) -> str:
-    widths = [4, 10] + [24] * len(_COLUMNS) + [6, 6]
-    titles = ["C", "Source", *(t for _, t, _ in _COLUMNS), "Rounds", "Failed"]
-    lines = ["  ".join(t.ljust(w) for t, w in zip(titles, widths, strict=True))]
-    for r in _ordered(rows):
-        cells = [
-            str(r.concurrency),
-            r.source,
-            *(_fmt(r.metrics[m], d) for m, _, d in _COLUMNS),
-            str(r.rounds),
-            str(r.failed),
-        ]
-        lines.append("  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)))
-    lines += _diff_lines(diffs, markdown=False)
+    """The table for a terminal: each metric as mean (min-max) over the measured rounds."""
+    from omni_deploy.output.tables import Column, to_text
+
+    columns = [
+        Column("C", numeric=True),
+        Column("Source"),
+        *(Column(title, numeric=True, wrap=True) for _, title, _ in _COLUMNS),
+        Column("Rounds", numeric=True),
+        Column("Failed", numeric=True),
+    ]
+    table = [
+        [r.concurrency, r.source, *(_fmt(r.metrics[m], d) for m, _, d in _COLUMNS), r.rounds, r.failed]
+        for r in _ordered(rows)
+    ]
+    lines = [to_text(columns, table)]
+    lines += _diff_lines(diffs, markdown=False, names=_names(rows))
     for r in rows:
         for f in r.flagged:
             lines.append(f"flagged, not averaged: {r.source} C={r.concurrency} {f}")
     return "\n".join(lines)
 
 
-def _diff_lines(diffs: list[dict[str, Any]], markdown: bool) -> list[str]:
+def _names(rows: list[Row]) -> tuple[str, str]:
+    candidate = next((r.source for r in rows if not r.baseline), "candidate")
+    baseline = next((r.source for r in rows if r.baseline), "baseline")
+    return candidate, baseline
+
+
+def _diff_lines(diffs: list[dict[str, Any]], markdown: bool, names: tuple[str, str]) -> list[str]:
     if not diffs:
         return []
-    lines = ["", "Change of candidate vs baseline (mean, %):"]
+    lines = ["", f"Change of {names[0]} vs {names[1]} (mean, %):"]
     for d in diffs:
         parts = [f"{title} {d[m]:+.1f}%" if d[m] is not None else f"{title} n/a" for m, title, _ in _COLUMNS]
         lines.append(("- " if markdown else "  ") + f"C={d['concurrency']}: " + ", ".join(parts))

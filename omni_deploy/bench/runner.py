@@ -10,6 +10,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from omni_deploy.bench.protocol import BENCH_ENV, Step
 from omni_deploy.errors import ProcessExited, ReadinessTimeout
@@ -37,7 +38,10 @@ def wait_ready(
     return False
 
 
-def run_sweep(steps: list[Step], result_dir: Path, say: Callable[[str], None] = print) -> SweepResult:
+def run_sweep(
+    steps: list[Step], result_dir: Path, say: Callable[[str], None] = print, quiet_stdout: bool = False
+) -> SweepResult:
+    """Run the rounds in order; `quiet_stdout` sends the client's output to stderr (stdout is JSON)."""
     result = SweepResult()
     env = {**os.environ, **BENCH_ENV}
     for index, step in enumerate(steps, start=1):
@@ -48,7 +52,9 @@ def run_sweep(steps: list[Step], result_dir: Path, say: Callable[[str], None] = 
             result.finished.append(step)
             continue
         say(f"[{index}/{len(steps)}] {step.description} ({step.role})")
-        proc = subprocess.Popen(list(step.argv), env=env, start_new_session=True)
+        proc = subprocess.Popen(
+            list(step.argv), env=env, start_new_session=True, stdout=sys.stderr if quiet_stdout else None
+        )
         try:
             code = proc.wait()
         except KeyboardInterrupt:
@@ -72,17 +78,58 @@ def run_sweep(steps: list[Step], result_dir: Path, say: Callable[[str], None] = 
 
 
 def sweep_server(
-    steps: list[Step], base_url: str, ready_timeout: float, result_dir: Path, say: Callable[[str], None]
-) -> None:
-    """Wait for a running server, then run the sweep; a failed round raises ProcessExited."""
+    steps: list[Step],
+    base_url: str,
+    ready_timeout: float,
+    result_dir: Path,
+    say: Callable[[str], None],
+    quiet_stdout: bool = False,
+) -> list[Step]:
+    """Wait for a running server, then run the sweep; a failed round raises ProcessExited.
+
+    Returns the finished rounds.
+    """
     say(f"waiting for {base_url}/health")
     if not wait_ready(base_url, ready_timeout):
         raise ReadinessTimeout(f"{base_url} is not ready after {ready_timeout:g} s")
-    result = run_sweep(steps, result_dir, say)
+    result = run_sweep(steps, result_dir, say, quiet_stdout)
     say(f"{len(result.finished)} of {len(steps)} round(s) done; results in {result_dir}")
     if result.failed is not None:
         raise ProcessExited("vllm bench serve", result.code)
+    return result.finished
 
 
 def stderr_say(message: str) -> None:
     print(f"omni-deploy: {message}", file=sys.stderr, flush=True)
+
+
+def timed(say: Callable[[str], None]) -> Callable[[str], None]:
+    """`say` with the time since the sweep began, so a long sweep shows how far it is."""
+    started = time.monotonic()
+
+    def timed_say(message: str) -> None:
+        minutes, seconds = divmod(int(time.monotonic() - started), 60)
+        say(f"{message}  [{minutes}:{seconds:02d} elapsed]")
+
+    return timed_say
+
+
+def step_json(step: Step, result_dir: Path, done: bool, **extra: Any) -> dict[str, Any]:
+    """One round as `bench run -o json` lists it (docs/json-output.md)."""
+    return {
+        "description": step.description,
+        "role": step.role,
+        "concurrency": step.concurrency,
+        "argv": list(step.argv),
+        "result": str(result_dir / f"c{step.concurrency}" / f"{step.label}.json"),
+        "done": done,
+        **extra,
+    }
+
+
+def steps_json(steps: list[Step], result_dir: Path, finished: list[Step], dry_run: bool) -> str:
+    from omni_deploy.output.json_doc import dumps
+
+    done = {id(step) for step in finished}
+    rounds = [step_json(step, result_dir, id(step) in done) for step in steps]
+    return dumps({"dry_run": dry_run, "result_dir": str(result_dir), "steps": rounds})

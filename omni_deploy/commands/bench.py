@@ -8,6 +8,8 @@ from typing import Any
 
 import click
 
+from omni_deploy.install_hint import install_hint
+
 
 def _ints(value: str) -> tuple[int, ...]:
     try:
@@ -19,40 +21,94 @@ def _ints(value: str) -> tuple[int, ...]:
     return out
 
 
+# The options bench run and bench ab share: what a sweep is, where it writes, how it reports.
+_SWEEP_OPTIONS = [
+    click.option("--model", required=True, help="Served model name (as the server answers it)."),
+    click.option(
+        "--dataset-path",
+        required=True,
+        type=click.Path(exists=True, file_okay=False, path_type=Path),
+        help="Seed-TTS input directory (meta.lst and reference WAVs).",
+    ),
+    click.option(
+        "--tokenizer",
+        default="openbmb/MiniCPM-o-4_5",
+        show_default=True,
+        help="Tokenizer vllm bench serve counts tokens with.",
+    ),
+    click.option(
+        "--concurrency",
+        default="1,4,8,16,32",
+        show_default=True,
+        help="Concurrency levels, comma-separated.",
+    ),
+    click.option(
+        "--prompts", type=click.IntRange(min=1), default=64, show_default=True, help="Requests per round."
+    ),
+    click.option(
+        "--rounds",
+        type=click.IntRange(min=1),
+        default=2,
+        show_default=True,
+        help="Measured rounds per concurrency.",
+    ),
+    click.option(
+        "--discard",
+        type=click.IntRange(min=0),
+        default=1,
+        show_default=True,
+        help="Rounds run and thrown away before the measured ones, per concurrency.",
+    ),
+    click.option(
+        "--warmup", type=click.IntRange(min=0), default=0, show_default=True, help="Warm-up requests."
+    ),
+    click.option(
+        "--warmup-path",
+        type=click.Path(exists=True, file_okay=False, path_type=Path),
+        help="Seed-TTS directory for the warm-up requests (default: --dataset-path).",
+    ),
+    click.option(
+        "--warmup-concurrency",
+        type=click.IntRange(min=1),
+        default=16,
+        show_default=True,
+        help="Concurrency of the warm-up requests.",
+    ),
+    click.option(
+        "--extra-body",
+        type=click.Path(exists=True, dir_okay=False, path_type=Path),
+        help="Sampling settings of the three stages (default: the write-up's).",
+    ),
+    click.option(
+        "--result-dir",
+        type=click.Path(file_okay=False, path_type=Path),
+        default=Path("bench-results"),
+        show_default=True,
+        help="Folder for the result files (one JSON per round; finished rounds are kept, not re-run).",
+    ),
+    click.option(
+        "--ready-timeout",
+        type=click.FloatRange(min=0),
+        default=1800,
+        show_default=True,
+        help="Seconds to wait for the server's /health before the first round.",
+    ),
+    click.option("--dry-run", is_flag=True, help="Print the commands; run nothing."),
+    click.option(
+        "-o",
+        "--output",
+        "fmt",
+        type=click.Choice(("text", "json")),
+        default="text",
+        show_default=True,
+        help="json: the rounds (commands, result files, done or not) as one document on stdout "
+        "(docs/json-output.md); progress stays on stderr.",
+    ),
+]
+
+
 def sweep_options(f: Any) -> Any:
-    options = [
-        click.option("--model", required=True, help="Served model name (as the server answers it)."),
-        click.option(
-            "--dataset-path",
-            required=True,
-            type=click.Path(exists=True, file_okay=False, path_type=Path),
-            help="Seed-TTS input directory (meta.lst and reference WAVs).",
-        ),
-        click.option("--tokenizer", default="openbmb/MiniCPM-o-4_5", show_default=True),
-        click.option("--concurrency", default="1,4,8,16,32", show_default=True),
-        click.option("--prompts", type=click.IntRange(min=1), default=64, show_default=True),
-        click.option("--rounds", type=click.IntRange(min=1), default=2, show_default=True),
-        click.option("--discard", type=click.IntRange(min=0), default=1, show_default=True),
-        click.option(
-            "--warmup", type=click.IntRange(min=0), default=0, show_default=True, help="Warm-up requests."
-        ),
-        click.option("--warmup-path", type=click.Path(exists=True, file_okay=False, path_type=Path)),
-        click.option("--warmup-concurrency", type=click.IntRange(min=1), default=16, show_default=True),
-        click.option(
-            "--extra-body",
-            type=click.Path(exists=True, dir_okay=False, path_type=Path),
-            help="Sampling settings of the three stages (default: the write-up's).",
-        ),
-        click.option(
-            "--result-dir",
-            type=click.Path(file_okay=False, path_type=Path),
-            default=Path("bench-results"),
-            show_default=True,
-        ),
-        click.option("--ready-timeout", type=click.FloatRange(min=0), default=1800, show_default=True),
-        click.option("--dry-run", is_flag=True, help="Print the commands; run nothing."),
-    ]
-    for option in reversed(options):
+    for option in reversed(_SWEEP_OPTIONS):
         f = option(f)
     return f
 
@@ -86,26 +142,42 @@ def bench() -> None:
 
 @bench.command("run")
 @click.option("--base-url", required=True, help="Server URL, e.g. http://127.0.0.1:8091.")
-@click.option("--order", type=click.Choice(("forward", "reverse")), default="forward", show_default=True)
+@click.option(
+    "--order",
+    type=click.Choice(("forward", "reverse")),
+    default="forward",
+    show_default=True,
+    help="Concurrency order: forward (low to high) or reverse; A/B runs use both to cancel drift.",
+)
 @sweep_options
 def run(base_url: str, order: str, **kw: Any) -> int:
     """Run warm-up, discarded and measured rounds per concurrency against a running server."""
     from omni_deploy.bench.protocol import plan_sweep
-    from omni_deploy.bench.runner import stderr_say, sweep_server
+    from omni_deploy.bench.runner import stderr_say, steps_json, sweep_server, timed
 
     options = _sweep(base_url, kw, order)
     steps = plan_sweep(options)
-    if kw["dry_run"]:
+    as_json = kw["fmt"] == "json"
+    if kw["dry_run"] and not as_json:
         for step in steps:
             click.echo(shlex.join(step.argv))
         return 0
-    sweep_server(steps, options.base_url, kw["ready_timeout"], options.result_dir, stderr_say)
+    done: list[Any] = []
+    if not kw["dry_run"]:
+        say = timed(stderr_say)
+        done = sweep_server(steps, options.base_url, kw["ready_timeout"], options.result_dir, say, as_json)
+    if as_json:
+        click.echo(steps_json(steps, options.result_dir, done, kw["dry_run"]))
     return 0
 
 
 @bench.command("report")
 @click.argument("directory", type=click.Path(exists=True, file_okay=False, path_type=Path))
-@click.option("--baseline", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option(
+    "--baseline",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="Results folder to compare against (changes in percent per concurrency).",
+)
 @click.option(
     "--plot", "plot_path", type=click.Path(dir_okay=False, path_type=Path), help="Write OUT.png or OUT.svg."
 )
@@ -116,14 +188,16 @@ def run(base_url: str, order: str, **kw: Any) -> int:
     type=click.Choice(("text", "json", "markdown")),
     default="text",
     show_default=True,
+    help="text (a table), json, or markdown (for a pull request).",
 )
 def report(directory: Path, baseline: Path | None, plot_path: Path | None, fmt: str) -> int:
     """Summarise saved result files: audio throughput, TTFA p50/p95, RTF, req/s, per concurrency."""
-    from omni_deploy.bench.report import aggregate, as_json, as_markdown, as_text, changes
+    from omni_deploy.bench.report import aggregate, as_json, as_markdown, as_text, changes, source_names
     from omni_deploy.bench.results import read_dir
 
-    rows = aggregate(read_dir(directory), "candidate")
-    base_rows = aggregate(read_dir(baseline), "baseline") if baseline else []
+    name, base_name = source_names(directory, baseline)
+    rows = aggregate(read_dir(directory), name)
+    base_rows = aggregate(read_dir(baseline), base_name or "baseline", baseline=True) if baseline else []
     if not rows:
         raise click.ClickException(f"{directory}: no measured rounds found")
     diffs = changes(rows, base_rows) if base_rows else []
@@ -137,7 +211,7 @@ def report(directory: Path, baseline: Path | None, plot_path: Path | None, fmt: 
         try:
             from omni_deploy.bench.plot import plot
         except ImportError:
-            raise click.ClickException("plots need matplotlib: pip install 'omni-deploy[plot]'") from None
+            raise click.ClickException(f"plots need matplotlib: {install_hint('plot')}") from None
         plot(rows + base_rows, plot_path)
     return 1 if any(r.flagged for r in rows + base_rows) else 0
 
@@ -151,7 +225,13 @@ def report(directory: Path, baseline: Path | None, plot_path: Path | None, fmt: 
 @click.option(
     "--model-path", "model_path", default="openbmb/MiniCPM-o-4_5", show_default=True, help="Model to serve."
 )
-@click.option("--port", type=click.IntRange(1, 65535), default=8091, show_default=True)
+@click.option(
+    "--port",
+    type=click.IntRange(1, 65535),
+    default=8091,
+    show_default=True,
+    help="Port the A and B servers listen on (one at a time).",
+)
 @sweep_options
 def ab(
     file: str, a_pairs: tuple[str, ...], b_pairs: tuple[str, ...], model_path: str, port: int, **kw: Any
@@ -160,8 +240,8 @@ def ab(
 
     Example: --a spk-backend=cpu-onnxruntime --b spk-backend=cuda-torch
     """
-    from omni_deploy.bench.ab import describe, parse_overrides, plan_ab, run_ab
-    from omni_deploy.bench.runner import stderr_say
+    from omni_deploy.bench.ab import ab_json, describe, parse_overrides, plan_ab, run_ab
+    from omni_deploy.bench.runner import stderr_say, timed
     from omni_deploy.serve.supervise import local_url
 
     try:
@@ -174,7 +254,11 @@ def ab(
         file, model_path, port, [*serve_common, *a], [*serve_common, *b], sweep, kw["result_dir"] / "runs"
     )
     if kw["dry_run"]:
-        click.echo(describe(starts))
+        click.echo(ab_json(starts, kw["result_dir"]) if kw["fmt"] == "json" else describe(starts))
         return 0
-    click.echo(run_ab(starts, sweep.base_url, kw["ready_timeout"], kw["result_dir"], stderr_say))
+    if kw["fmt"] == "json":
+        raise click.UsageError(
+            "bench ab -o json needs --dry-run; the comparison itself: bench report -o json"
+        )
+    click.echo(run_ab(starts, sweep.base_url, kw["ready_timeout"], kw["result_dir"], timed(stderr_say)))
     return 0

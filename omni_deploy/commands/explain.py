@@ -6,20 +6,21 @@ import os
 
 import click
 
-from omni_deploy.config.stage_schema import PLATFORMS
+from omni_deploy.cli_inputs import file_argument, stdin_filename_option
+from omni_deploy.cli_params import PipelineType, PlatformType, TargetVersionType
 from omni_deploy.integration_env import BACKENDS, backend_choice
 from omni_deploy.knowledge.versions import RELEASED
 
 
 @click.command()
-@click.argument("file", required=False, metavar="[FILE]")
+@file_argument()
 @click.option("--backend", is_flag=True, help="Explain the speaker-embedding (CAM++) backend only.")
 @click.option(
     "--platform",
     "platform",
-    type=click.Choice(("all", *PLATFORMS)),
+    type=PlatformType("all"),
     default=None,
-    help="Platform to explain (default: all five with --backend; cuda plus the file's sections otherwise).",
+    help="Platform to explain, any case (default: all five with --backend; cuda plus the file's sections otherwise).",
 )
 @click.option("--probe", is_flag=True, help="Inspect this host (GPUs via nvidia-smi, packages, the plugin).")
 @click.option(
@@ -29,13 +30,28 @@ from omni_deploy.knowledge.versions import RELEASED
     show_default=True,
     help="What `serve --spk-backend` would override the file with.",
 )
-@click.option("--pipeline", default=None, help="Pipeline of a file that neither names nor implies one.")
+@click.option(
+    "--pipeline",
+    type=PipelineType(),
+    default=None,
+    help="Pipeline of a file that neither names nor implies one (a vllm-omni registry name).",
+)
 @click.option(
     "--target-version",
+    type=TargetVersionType(),
     default=None,
-    help=f"vllm-omni version of the serving host (default: installed, else {RELEASED}).",
+    help=f"vllm-omni version of the serving host: a release, 'installed' or 'main' (default: installed, else {RELEASED}).",
 )
-@click.option("-o", "--output", "fmt", type=click.Choice(("text", "json")), default="text", show_default=True)
+@click.option(
+    "-o",
+    "--output",
+    "fmt",
+    type=click.Choice(("text", "json")),
+    default="text",
+    show_default=True,
+    help="text for people, json for programs (docs/json-output.md).",
+)
+@stdin_filename_option()
 def explain(
     file: str | None,
     backend: bool,
@@ -45,20 +61,22 @@ def explain(
     pipeline: str | None,
     target_version: str | None,
     fmt: str,
+    stdin_filename: str | None,
 ) -> int:
     """Explain FILE (default: the bundled MiniCPM-o 4.5 turn profile): where CAM++ runs, in what
     precision, which setting decided it (file:line), how to switch; or, without --backend, the
     stages, devices and Code2Wav knobs per platform.
     """
-    from omni_deploy.bundled import deploy_file_name
-    from omni_deploy.deployment import Deployment
+    from omni_deploy.cli_inputs import load_deployment, read_one_input
     from omni_deploy.host import assumed_host, probe_host
     from omni_deploy.knowledge.versions import default_target_version
     from omni_deploy.resolve.explain import as_json, as_text, choose_platforms, explain
 
-    deployment = Deployment.load(deploy_file_name(file), pipeline=pipeline)
-    host = probe_host() if probe else assumed_host(target_version or default_target_version())
+    deployment = load_deployment(read_one_input(file, stdin_filename), pipeline)
+    target = target_version or default_target_version()
+    host = probe_host() if probe else assumed_host(target)
     platforms = choose_platforms(deployment, platform, backend)
-    explanation = explain(deployment, platforms, backend, host, dict(os.environ), backend_choice(spk_backend))
+    override = backend_choice(spk_backend)
+    explanation = explain(deployment, platforms, backend, host, dict(os.environ), override, target)
     click.echo(as_json(explanation) if fmt == "json" else as_text(explanation))
     return 0

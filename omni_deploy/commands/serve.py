@@ -6,7 +6,8 @@ from pathlib import Path
 
 import click
 
-from omni_deploy.config.stage_schema import PLATFORMS
+from omni_deploy.cli_inputs import file_argument
+from omni_deploy.cli_params import PlatformType, TargetVersionType
 from omni_deploy.integration_env import BACKENDS, backend_choice
 
 
@@ -24,13 +25,48 @@ def _env_pairs(values: tuple[str, ...]) -> dict[str, str]:
     return out
 
 
-@click.command(context_settings={"ignore_unknown_options": False})
-@click.argument("file", required=False, metavar="[FILE]")
+class PassthroughCommand(click.Command):
+    """A command whose arguments after the first `--` go elsewhere untouched, FILE or no FILE.
+
+    Click would fill the optional FILE from the first word after `--` (`serve -- --port 9000`
+    read `--port` as FILE); here they are set aside before Click parses the rest.
+    """
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if "--" in args:
+            cut = args.index("--")
+            args, ctx.meta["passthrough"] = args[:cut], tuple(args[cut + 1 :])
+        else:
+            ctx.meta["passthrough"] = ()
+        return super().parse_args(ctx, args)
+
+    def collect_usage_pieces(self, ctx: click.Context) -> list[str]:
+        return [*super().collect_usage_pieces(ctx), "[-- VLLM_ARGS...]"]
+
+
+@click.command(cls=PassthroughCommand)
+@file_argument()
 @click.option("--model", default=None, help="Model path or hub id (default: openbmb/MiniCPM-o-4_5).")
-@click.option("--platform", type=click.Choice(("auto", *PLATFORMS)), default="auto", show_default=True)
-@click.option("--host", default="127.0.0.1", show_default=True)
-@click.option("--port", type=click.IntRange(1, 65535), default=8091, show_default=True)
-@click.option("--served-model-name", default=None)
+@click.option(
+    "--platform",
+    type=PlatformType("auto"),
+    default="auto",
+    show_default=True,
+    help="Platform to render for and start on, any case; auto: this host's accelerator (cuda for --dry-run).",
+)
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address the server listens on.")
+@click.option(
+    "--port",
+    type=click.IntRange(1, 65535),
+    default=8091,
+    show_default=True,
+    help="Port the server listens on.",
+)
+@click.option(
+    "--served-model-name",
+    default=None,
+    help="Model name the API answers to (default: vllm's, the model path).",
+)
 @click.option(
     "--spk-backend",
     type=click.Choice(("auto", *BACKENDS)),
@@ -39,7 +75,10 @@ def _env_pairs(values: tuple[str, ...]) -> dict[str, str]:
     help="CAM++ backend; auto: what the deploy file says (cuda-torch on CUDA by default).",
 )
 @click.option(
-    "--run-dir", type=click.Path(file_okay=False, path_type=Path), help="Empty or new directory for this run."
+    "--run-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Empty or new directory for this run's rendered config, launch record and log "
+    "(default: a fresh one under ~/.cache/omni-deploy/runs; a dry run writes one only when given).",
 )
 @click.option(
     "--ready-timeout",
@@ -57,17 +96,29 @@ def _env_pairs(values: tuple[str, ...]) -> dict[str, str]:
 )
 @click.option("--no-wait", is_flag=True, help="Replace this process with the server (no supervision).")
 @click.option(
-    "--dry-run", is_flag=True, help="Print the command, environment changes and decision; start nothing."
+    "--dry-run",
+    is_flag=True,
+    help="Print the command, environment changes and decision; start nothing, write nothing (unless --run-dir).",
 )
 @click.option("--skip-preflight", is_flag=True, help="Skip the host checks (GPU, versions, model assets).")
 @click.option(
     "--env", "env_pairs", multiple=True, metavar="KEY=VALUE", help="Extra environment for the server."
 )
 @click.option(
-    "--target-version", default=None, help="vllm-omni version to validate against (default: installed)."
+    "--target-version",
+    type=TargetVersionType(),
+    default=None,
+    help="vllm-omni version to validate against: a release, 'installed' or 'main' (default: installed).",
 )
-@click.option("-o", "--output", "fmt", type=click.Choice(("text", "json")), default="text", show_default=True)
-@click.argument("vllm_args", nargs=-1, type=click.UNPROCESSED, metavar="[-- VLLM_ARGS]...")
+@click.option(
+    "-o",
+    "--output",
+    "fmt",
+    type=click.Choice(("text", "json")),
+    default="text",
+    show_default=True,
+    help="With --dry-run: text, or json (docs/json-output.md). A running server's output is its log.",
+)
 def serve(
     file: str | None,
     model: str | None,
@@ -85,20 +136,22 @@ def serve(
     env_pairs: tuple[str, ...],
     target_version: str | None,
     fmt: str,
-    vllm_args: tuple[str, ...],
 ) -> int:
     """Validate FILE (default: the bundled MiniCPM-o 4.5 turn profile), render it for the platform,
     and run `vllm serve MODEL --omni --deploy-config RENDERED` with the CUDA CAM++ path on.
 
-    Arguments after `--` go to `vllm serve` unchanged (multi-node: --headless --stage-id N
-    --omni-master-address A --omni-master-port P, --worker-backend ray --ray-address A).
+    Arguments after `--` go to `vllm serve` unchanged, with or without FILE (multi-node:
+    --headless --stage-id N --omni-master-address A --omni-master-port P, --worker-backend ray
+    --ray-address A).
     """
     from omni_deploy.bundled import deploy_file_name
     from omni_deploy.serve.plan import DEFAULT_MODEL, LaunchOptions
     from omni_deploy.serve.prepare import ServeRequest
     from omni_deploy.serve.session import run_serve
 
-    passthrough = tuple(a for a in vllm_args if a != "--")
+    if fmt == "json" and not dry_run:
+        raise click.UsageError("-o json needs --dry-run (a running server's output is its log)")
+    passthrough: tuple[str, ...] = click.get_current_context().meta.get("passthrough", ())
     extra_env, backend = _env_pairs(env_pairs), backend_choice(spk_backend)
     launch = LaunchOptions(
         model or DEFAULT_MODEL, platform, host, port, served_model_name, backend, extra_env, passthrough

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Any
 
 import click
+
+from omni_deploy.install_hint import install_hint
 
 
 def _float_list(value: str) -> tuple[float, ...]:
@@ -35,9 +36,7 @@ def _speaker_imports() -> None:
         except ImportError:
             missing.append(name)
     if missing:
-        raise click.ClickException(
-            f"the speaker tools need {', '.join(missing)}: pip install 'omni-deploy[speaker]'"
-        )
+        raise click.ClickException(f"the speaker tools need {', '.join(missing)}: {install_hint('speaker')}")
 
 
 def _device(name: str) -> str:
@@ -65,9 +64,18 @@ def spk() -> None:
 
 @spk.command("make-standin")
 @click.argument("out", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random weights.")
 @click.option("--force", is_flag=True, help="Replace OUT if it exists.")
-def make_standin(out: Path, seed: int, force: bool) -> int:
+@click.option(
+    "-o",
+    "--output",
+    "fmt",
+    type=click.Choice(("text", "json")),
+    default="text",
+    show_default=True,
+    help="Output format.",
+)
+def make_standin(out: Path, seed: int, force: bool, fmt: str) -> int:
     """Export a STAND-IN campplus.onnx: CAM++'s real structure with deterministic random weights.
 
     Its embeddings mean nothing; it exists to test and time the loader and the encoder where the
@@ -81,12 +89,19 @@ def make_standin(out: Path, seed: int, force: bool) -> int:
     if not out.parent.is_dir():
         raise click.ClickException(f"no such directory: {out.parent}")
     summary = export_standin(out, seed=seed)
-    click.echo(f"wrote {out}: {STANDIN_NOTE}, seed {seed}")
-    click.echo(
-        f"graph: {summary.nodes} nodes, {summary.batchnorm_nodes} BatchNormalization, "
-        f"{summary.avgpool_nodes} AveragePool, {summary.initializers} initializers, "
-        f"{summary.size_bytes / 1e6:.1f} MB"
-    )
+    if fmt == "json":
+        from dataclasses import asdict
+
+        from omni_deploy.output.json_doc import dumps
+
+        click.echo(dumps({"path": str(out), "seed": seed, "note": STANDIN_NOTE, **asdict(summary)}))
+    else:
+        click.echo(f"wrote {out}: {STANDIN_NOTE}, seed {seed}")
+        click.echo(
+            f"graph: {summary.nodes} nodes, {summary.batchnorm_nodes} BatchNormalization, "
+            f"{summary.avgpool_nodes} AveragePool, {summary.initializers} initializers, "
+            f"{summary.size_bytes / 1e6:.1f} MB"
+        )
     if (summary.batchnorm_nodes, summary.avgpool_nodes) != (56, 52):
         raise click.ClickException(
             "the export does not have the structure of the real file (56 BN, 52 AvgPool)"
@@ -95,12 +110,38 @@ def make_standin(out: Path, seed: int, force: bool) -> int:
 
 
 @spk.command()
-@click.option("--onnx", "onnx_path", required=True, type=click.Path(exists=True, dir_okay=False))
+@click.option(
+    "--onnx",
+    "onnx_path",
+    required=True,
+    type=click.Path(exists=True, dir_okay=False),
+    help="campplus.onnx (the model's assets/token2wav/campplus.onnx, or a stand-in).",
+)
 @click.option("--device", default="auto", show_default=True, help="cuda, cuda:N, cpu or auto.")
-@click.option("--tf32", type=click.Choice(("off", "on", "both")), default="both", show_default=True)
+@click.option(
+    "--tf32",
+    type=click.Choice(("off", "on", "both")),
+    default="both",
+    show_default=True,
+    help="Matmul TF32 of our encoder: compare with it off, on, or both.",
+)
 @click.option("--synthetic", type=int, default=None, help="Use N synthetic speech-like references.")
-@click.option("--min-cosine", type=float, default=0.99999, show_default=True)
-@click.option("-o", "--output", "fmt", type=click.Choice(("text", "json")), default="text", show_default=True)
+@click.option(
+    "--min-cosine",
+    type=float,
+    default=0.99999,
+    show_default=True,
+    help="Exit 1 when any cosine similarity is below this.",
+)
+@click.option(
+    "-o",
+    "--output",
+    "fmt",
+    type=click.Choice(("text", "json")),
+    default="text",
+    show_default=True,
+    help="Output format.",
+)
 @click.argument("wavs", nargs=-1, type=click.Path(exists=True, dir_okay=False, path_type=Path))
 def parity(
     onnx_path: str,
@@ -125,17 +166,32 @@ def parity(
         raise click.UsageError("give WAV files or --synthetic N, not both")
     refs = _guard(lambda: [read_wav(w) for w in wavs]) if wavs else make_synthetic(synthetic or 8)
     modes = {"off": [False], "on": [True], "both": [False, True]}[tf32]
-    cases = _guard(run_parity, onnx_path, refs, _device(device), modes)
+    from omni_deploy.output.progress import progress
+
+    target = _device(device)
+    with progress(f"parity of {len(refs)} reference(s) on {target} against ONNX Runtime"):
+        cases = _guard(run_parity, onnx_path, refs, target, modes)
     result = summary(cases)
     worst = min(c.cosine for c in cases)
     if fmt == "json":
-        click.echo(json.dumps(result, indent=2))
+        from omni_deploy.output.json_doc import dumps
+
+        click.echo(dumps(result))
     else:
-        click.echo(f"{'reference':<24} {'frames':>6} {'tf32':>4} {'cosine':>12} {'max |diff|':>11}")
-        for c in cases:
-            click.echo(
-                f"{c.name:<24} {c.frames:>6} {'on' if c.tf32 else 'off':>4} {c.cosine:>12.9f} {c.max_abs_diff:>11.3e}"
-            )
+        from omni_deploy.output.tables import Column, to_text
+
+        columns = [
+            Column("reference"),
+            Column("frames", numeric=True),
+            Column("tf32"),
+            Column("cosine", numeric=True),
+            Column("max |diff|", numeric=True),
+        ]
+        rows = [
+            [c.name, c.frames, "on" if c.tf32 else "off", f"{c.cosine:.9f}", f"{c.max_abs_diff:.3e}"]
+            for c in cases
+        ]
+        click.echo(to_text(columns, rows))
         for key in ("tf32_off", "tf32_on"):
             if key in result:
                 s = result[key]
@@ -149,33 +205,89 @@ def parity(
 
 
 @spk.command()
-@click.option("--onnx", "onnx_path", required=True, type=click.Path(exists=True, dir_okay=False))
-@click.option("--device", default="auto", show_default=True)
+@click.option(
+    "--onnx",
+    "onnx_path",
+    required=True,
+    type=click.Path(exists=True, dir_okay=False),
+    help="campplus.onnx (the model's assets/token2wav/campplus.onnx, or a stand-in).",
+)
+@click.option("--device", default="auto", show_default=True, help="cuda, cuda:N, cpu or auto.")
 @click.option("--seconds", default="3,6", show_default=True, help="Reference lengths, comma-separated.")
 @click.option("--batch", "batches", default="1,8,32", show_default=True, help="Batch sizes, comma-separated.")
 @click.option(
     "--mixed", type=int, default=32, show_default=True, help="Also time N references of 1-6 s (0: off)."
 )
-@click.option("--repeats", type=int, default=30, show_default=True)
+@click.option(
+    "--repeats", type=int, default=30, show_default=True, help="Timed calls per case (median and p95)."
+)
 @click.option("--tf32/--no-tf32", default=True, show_default=True, help="Matmul TF32 for our encoder.")
-@click.option("-o", "--output", "fmt", type=click.Choice(("text", "json")), default="text", show_default=True)
+@click.option(
+    "-o",
+    "--output",
+    "fmt",
+    type=click.Choice(("text", "json")),
+    default="text",
+    show_default=True,
+    help="Output format.",
+)
 def bench(
     onnx_path: str, device: str, seconds: str, batches: str, mixed: int, repeats: int, tf32: bool, fmt: str
 ) -> int:
     """Time CAM++ side by side: ONNX Runtime CPU (1 thread, all cores), eager torch, and ours."""
     _speaker_imports()
-    from omni_deploy.speaker.bench import as_json, format_table, run_bench
+    from omni_deploy.output.progress import progress
+    from omni_deploy.speaker.bench import as_json, run_bench
 
-    rows = _guard(
-        run_bench,
-        onnx_path,
-        device=_device(device),
-        seconds=_float_list(seconds),
-        batches=_int_list(batches),
-        mixed=mixed,
-        repeats=max(1, repeats),
-        allow_tf32=tf32,
-        progress=sys.stderr.isatty(),
-    )
-    click.echo(json.dumps(as_json(rows), indent=2) if fmt == "json" else format_table(rows))
+    target = _device(device)
+    with progress(f"timing CAM++ on {target}"):
+        rows = _guard(
+            run_bench,
+            onnx_path,
+            device=target,
+            seconds=_float_list(seconds),
+            batches=_int_list(batches),
+            mixed=mixed,
+            repeats=max(1, repeats),
+            allow_tf32=tf32,
+            progress=not sys.stderr.isatty(),  # a terminal has the live line instead
+        )
+    if fmt == "json":
+        from omni_deploy.output.json_doc import dumps
+
+        click.echo(dumps({"rows": as_json(rows)}))
+    else:
+        click.echo(_bench_table(as_json(rows)))
     return 0
+
+
+def _bench_table(rows: list[dict[str, Any]]) -> str:
+    """One row per case and backend; the last column says how many times slower than ours it is."""
+    from omni_deploy.output.tables import Column, to_text
+
+    ours = {r["case"]: r["per_ref_ms"] for r in rows if r["backend"] == "ours"}
+    columns = [
+        Column("case"),
+        Column("backend"),
+        Column("batch", numeric=True),
+        Column("median ms/call", numeric=True),
+        Column("p95 ms/call", numeric=True),
+        Column("ms/reference", numeric=True),
+        Column("time vs ours", numeric=True),
+    ]
+    table = []
+    for r in rows:
+        base = ours.get(r["case"])
+        ratio = f"{r['per_ref_ms'] / base:.1f}x" if base else "-"
+        table.append(
+            [
+                r["case"],
+                r["backend"],
+                r["batch"],
+                f"{r['median_ms']:.3f}",
+                f"{r['p95_ms']:.3f}",
+                f"{r['per_ref_ms']:.3f}",
+                ratio,
+            ]
+        )
+    return to_text(columns, table)

@@ -68,8 +68,8 @@ def _base_path(doc: Map, path: Path) -> tuple[Path, Scalar] | None:
     return path.parent / node.value, node
 
 
-def resolve_file(path: Path, env: dict[str, str] | None = None) -> Resolved:
-    """Load `path` and every base below it, then merge bottom-up."""
+def resolve_file(path: Path, env: dict[str, str] | None = None, text: str | None = None) -> Resolved:
+    """Load `path` (or `text`, named `path`, for stdin) and every base below it, then merge bottom-up."""
     chain: list[Path] = []
     documents: dict[Path, Map] = {}
     bases: list[tuple[Path, Map]] = []
@@ -83,7 +83,7 @@ def resolve_file(path: Path, env: dict[str, str] | None = None) -> Resolved:
             raise ConfigError(f"base_config cycle: {names}", requested_by.origin.location, code=codes.E111)
         if requested_by is not None and not current.is_file():
             raise _missing_base(current, requested_by)
-        doc = load_file(current, env)
+        doc = load_file(current, env, text if requested_by is None else None)
         chain.append(current)
         documents[current] = doc
         layer = "base" if len(chain) > 1 else "overlay"

@@ -171,9 +171,14 @@ def parse_text(text: str, file: str) -> Map:
     return tree
 
 
-def load_file(path: Path, env: dict[str, str] | None = None) -> Map:
-    """Read, parse and interpolate one deploy file (OmegaConf resolves `${...}` per file)."""
+def load_file(path: Path, env: dict[str, str] | None = None, text: str | None = None) -> Map:
+    """Read, parse and interpolate one deploy file (OmegaConf resolves `${...}` per file).
+
+    `text` is the file's content when it does not come from disk (stdin); `path` then only names it.
+    """
     name = display_path(path)
+    if text is not None:
+        return resolve_interpolations(parse_text(text, name), dict(os.environ) if env is None else env)
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:

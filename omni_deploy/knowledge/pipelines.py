@@ -26,6 +26,26 @@ MINICPMO_4_5 = Pipeline(
 )
 KNOWN = {MINICPMO_4_5.name: MINICPMO_4_5}
 
+# The keys of vllm-omni 0.30.0's pipeline registry (OMNI_PIPELINES in
+# vllm_omni/config/pipeline_registry.py): the names `pipeline:` and --pipeline can take. A test of
+# the upstream tier compares this set with the wheel.
+REGISTERED = frozenset(
+    {
+    "arktts", "audex_s2s", "audex_thinker_only", "audex_tta", "audex_tts", "auk", "aura_omni", "bagel",
+    "bagel_single_stage", "bagel_think", "breeze", "cosmos3_omni_deploy", "cosmos3_policy", "cosyvoice3",
+    "covo_audio", "dreamzero", "fish_qwen3_omni", "gepard", "glm_image", "glm_tts", "Gr00tN1d7",
+    "higgs_audio_v2", "higgs_multimodal_qwen3", "hunyuan_image3_ar", "hunyuan_image3_dit",
+    "hunyuan_image_3_moe", "hunyuan_video_15", "indextts2", "indextts2_5", "joyai_vl_interaction", "lance",
+    "lingbot_world", "mammoth_moda2", "mammoth_moda2_ar", "mimo_audio", "ming_flash_omni",
+    "ming_flash_omni_image", "ming_flash_omni_thinker_only", "ming_flash_omni_tts", "ming_image",
+    "ming_tts", "ming_tts_moe", "minicpmo_4_5", "minimax_h3_disaggregated", "minimax_music3",
+    "moss_tts_delay", "moss_tts_local", "moss_tts_nano", "moss_tts_realtime", "nemotron_labs_audex",
+    "nemotron_labs_voicechat", "nemotron_voicechat", "omnivoice", "personaplex", "pi0", "pi05",
+    "qwen2_5_omni", "qwen2_5_omni_thinker_only", "qwen3_omni_moe", "qwen3_omni_moe_thinker_only",
+    "qwen3_tts", "step_audio_2", "step_audio_2_asr", "voxcpm2", "voxtral_tts", "wan2_2_ti2v",
+    }
+)  # fmt: skip
+
 
 @dataclass(frozen=True)
 class PipelineInfo:

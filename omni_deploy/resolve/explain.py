@@ -44,25 +44,34 @@ def explain(
     host: HostCaps,
     env: dict[str, str],
     override: Backend | None,
+    target_version: str | None = None,
 ) -> Explanation:
     info, extra = deployment.pipeline, deployment.code2wav_extra()
     decisions = {
         p: decide(p, info, extra, deployment.code2wav_extra_path, env, host, override) for p in platforms
     }
-    result: dict[str, Any] = {"file": deployment.name, "pipeline": info.name, "pipeline_source": info.source}
+    result: dict[str, Any] = {
+        "file": deployment.name,
+        "pipeline": info.name,
+        "pipeline_source": info.source,
+        "target_version": target_version or host.vllm_omni,
+        # What --probe found on this host; null otherwise (then the decision is for the serving
+        # host that target_version describes). Always present: one shape (docs/json-output.md).
+        "host": host.as_dict() if host.probed else None,
+    }
     if backend_only:
         result["platforms"] = {p: d.as_dict() for p, d in decisions.items()}
     else:
         result["platforms"] = {
             p: overview(deployment.on(p), info, extra, decisions[p].speaker_backend) for p in platforms
         }
-    if host.probed or not backend_only:
-        result["host"] = host.as_dict()
     return Explanation(deployment, host, backend_only, decisions, result)
 
 
 def as_json(explanation: Explanation) -> str:
-    return json.dumps(explanation.result, indent=2, default=str)
+    from omni_deploy.output.json_doc import dumps
+
+    return dumps(explanation.result)
 
 
 def as_text(explanation: Explanation) -> str:
@@ -121,22 +130,26 @@ def _gib(value: Any) -> str:
     return f"{value / 1024**3:.2f} GiB" if isinstance(value, int) and not isinstance(value, bool) else "-"
 
 
-def _cell(value: Any) -> str:
-    return "-" if value is None else str(value)
+_STAGE_COLUMNS = (
+    ("stage", "stage_id"), ("role", "role"), ("devices", "devices"), ("seqs", "max_num_seqs"),
+    ("max_len", "max_model_len"), ("batched", "max_num_batched_tokens"),
+    ("KV budget", "kv_cache_memory_bytes"), ("gpu mem", "gpu_memory_utilization"),
+)  # fmt: skip
+
+
+def _stage_table(stages: list[dict[str, Any]]) -> str:
+    from omni_deploy.output.tables import Column, to_text
+
+    columns = [Column(title, numeric=title not in ("role", "devices")) for title, _ in _STAGE_COLUMNS]
+    rows = [
+        [_gib(s[key]) if key == "kv_cache_memory_bytes" else s[key] for _, key in _STAGE_COLUMNS]
+        for s in stages
+    ]
+    return to_text(columns, rows, indent=2)
 
 
 def _overview_lines(platform: str, data: dict[str, Any]) -> list[str]:
-    lines = [
-        f"\n== {platform} (model runner {data['model_runner']})",
-        f"  {'stage':<5} {'role':<9} {'devices':<8} {'seqs':>5} {'max_len':>8} {'batched':>8} "
-        f"{'KV budget':>10} {'gpu mem':>8}",
-    ]
-    for s in data["stages"]:
-        lines.append(
-            f"  {_cell(s['stage_id']):<5} {s['role']:<9} {_cell(s['devices']):<8} {_cell(s['max_num_seqs']):>5} "
-            f"{_cell(s['max_model_len']):>8} {_cell(s['max_num_batched_tokens']):>8} "
-            f"{_gib(s['kv_cache_memory_bytes']):>10} {_cell(s['gpu_memory_utilization']):>8}"
-        )
+    lines = [f"\n== {platform} (model runner {data['model_runner']})", _stage_table(data["stages"])]
     for device, d in data["devices"].items():
         kv = f", KV budgets {_gib(d['kv_cache_bytes'])}" if d["kv_cache_bytes"] else ""
         lines.append(

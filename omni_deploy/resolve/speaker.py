@@ -17,6 +17,7 @@ from typing import Any
 
 from omni_deploy.config.nodes import Map, Node, Scalar, child_path
 from omni_deploy.host import HostCaps
+from omni_deploy.install_hint import install_hint
 from omni_deploy.integration_env import CPU_ORT, CUDA_TORCH, TENSORRT, VLLM_OMNI_TRT, Backend
 from omni_deploy.knowledge.keys import by_place
 from omni_deploy.knowledge.pipelines import PipelineInfo
@@ -185,7 +186,7 @@ def decide(
     else:
         missing = [name for name, ok in (("torch", host.torch), ("onnx", host.onnx)) if not ok]
         if not host.plugin_registered:
-            missing.append("omni-deploy's vLLM plugin (pip install 'omni-deploy[speaker]')")
+            missing.append(f"omni-deploy's vLLM plugin ({install_hint('speaker')})")
         if missing:
             warnings.append(f"the CUDA CAM++ path cannot act on this host: missing {', '.join(missing)}")
             reasons.append(Reason("provider", "none", "host"))

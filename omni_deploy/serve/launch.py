@@ -36,8 +36,16 @@ def supervise(
     """Run the server until it exits; a clean exit returns, anything else raises a mapped error."""
     plan, directory = prepared.plan, prepared.directory
     assert plan is not None and directory is not None
+    from omni_deploy.output.progress import WaitReport
+
     supervisor = Supervisor(
-        plan.argv, env, directory / "server.log", local_url(host, port), ready_timeout, stop_grace
+        plan.argv,
+        env,
+        directory / "server.log",
+        local_url(host, port),
+        ready_timeout,
+        stop_grace,
+        on_wait=WaitReport("the server to be ready", ready_timeout),
     )
     code = supervisor.run()
     outcome = {"server_code": code, "signals": supervisor.forwarded, "ready_timeout": supervisor.timed_out}

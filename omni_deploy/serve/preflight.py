@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from omni_deploy.host import HostCaps
+from omni_deploy.install_hint import install_hint
 from omni_deploy.integration_env import CUDA_TORCH
 from omni_deploy.knowledge.versions import major_minor
 
@@ -31,13 +32,13 @@ def run_preflight(model: str, platform: str, backend: str, host: HostCaps) -> Pr
     notes: list[str] = []
     versions = {"vllm": host.vllm, "vllm-omni": host.vllm_omni}
     if shutil.which("vllm") is None:
-        refusals.append(Refusal("vllm", "no `vllm` executable on PATH", "pip install 'omni-deploy[serve]'"))
+        refusals.append(Refusal("vllm", "no `vllm` executable on PATH", install_hint("serve")))
     if versions["vllm-omni"] is None:
         refusals.append(
             Refusal(
                 "vllm-omni",
                 "vllm-omni is not installed in this environment",
-                "pip install 'omni-deploy[serve]'",
+                install_hint("serve"),
             )
         )
     elif versions["vllm"] is not None and major_minor(versions["vllm"]) != major_minor(versions["vllm-omni"]):

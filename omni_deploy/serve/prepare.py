@@ -9,7 +9,6 @@ when we launch and the intended one (omni-deploy[speaker] installed) for --dry-r
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -59,8 +58,8 @@ class Prepared:
     plan: LaunchPlan
     preflight: Preflight
     notes: list[str]
-    directory: Path
-    config_path: Path
+    directory: Path | None  # None: a dry run without --run-dir writes nothing
+    config_path: Path | None
 
 
 def serving_host(host: HostCaps, launching: bool) -> HostCaps:
@@ -113,6 +112,10 @@ def prepare(
     stage_ids = {to_plain(s.get("stage_id")) for s in applied.stages}
     check_passthrough(launch.passthrough, {i for i in stage_ids if isinstance(i, int)})
     preflight = run_preflight(launch.model, platform, decision.speaker_backend, host)
+    # A dry run leaves nothing behind unless asked to: no run directory without --run-dir.
+    if request.dry_run and request.run_dir is None:
+        plan = build_plan(launch, "<run dir>/deploy.yaml", decision, env)
+        return Prepared(decision, plan, preflight, notes, None, None)
     directory = make_run_dir(request.run_dir)
     config_path = directory / "deploy.yaml"
     header = f"# Rendered by omni-deploy serve from {display_path(deployment.top)} for platform {platform}\n"
@@ -143,22 +146,32 @@ def _record(prepared: Prepared, request: ServeRequest, deploy_file: str) -> dict
     )
 
 
-def dry_run_text(prepared: Prepared, fmt: str) -> str:
+def dry_run_text(prepared: Prepared, fmt: str, platform: str = "") -> str:
     """What --dry-run prints: the command, environment changes, the decision, would-be refusals."""
     plan, decision, refusals = prepared.plan, prepared.decision, prepared.preflight.refusals
+    config = str(prepared.config_path) if prepared.config_path is not None else None
     if fmt == "json":
+        from omni_deploy.output.json_doc import dumps
+
         out = {
             "argv": plan.argv,
             "env": redact_env(plan.env_changes),
-            "config": str(prepared.config_path),
+            "config": config,
+            "run_dir": str(prepared.directory) if prepared.directory is not None else None,
+            "platform": platform,
             "speaker_backend": decision.speaker_backend,
+            "notes": prepared.notes,
             "preflight_refusals": [r.message for r in refusals],
         }
-        return json.dumps(out, indent=2)
+        return dumps(out)
     lines = [plan.shell()]
     for key, value in redact_env(plan.env_changes).items():
         lines.append(f"  env {key}={value}" if value is not None else f"  env unset {key}")
-    lines.append(f"config: {prepared.config_path}")
+    lines.append(
+        f"config: {config}"
+        if config is not None
+        else "config: not written (a dry run writes nothing; --run-dir DIR keeps the rendered config)"
+    )
     lines.append(f"speaker backend: {decision.speaker_backend} [{decision.provider}]")
     lines += [f"note: {note}" for note in prepared.notes]
     lines += [f"preflight would refuse: {r.message}" + (f" ({r.hint})" if r.hint else "") for r in refusals]

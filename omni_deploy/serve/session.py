@@ -51,7 +51,7 @@ def run_serve(asked: ServeRequest, echo: Echo) -> int:
         request, report.deployment, probe_host(), env, lambda w: echo(f"omni-deploy: warning: {w}", True)
     )
     if request.dry_run:
-        echo(dry_run_text(prepared, request.fmt), False)
+        echo(dry_run_text(prepared, request.fmt, request.platform), False)
         return 0
     lines, refused = refusal_lines(prepared, request.skip_preflight)
     for line in lines:

@@ -22,6 +22,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -72,6 +73,8 @@ class Supervisor:
     # How the run ended, beside the exit code, for the CLI's exit-code map.
     forwarded: list[str] = field(default_factory=list)
     timed_out: bool = False
+    # Told after each /health poll before ready: seconds waited and what /health answered.
+    on_wait: Callable[[float, str], None] | None = None
 
     def say(self, message: str) -> None:
         print(f"omni-deploy: {message}", file=self.out, flush=True)
@@ -156,6 +159,8 @@ class Supervisor:
             status, _ = probe_url(f"{self.base_url}/health")
             if status == 200:
                 break
+            if self.on_wait is not None:
+                self.on_wait(time.monotonic() - started, f"/health {status}" if status else "no answer yet")
             self._wake.wait(self.poll_interval)
             self._wake.clear()
         elapsed = time.monotonic() - started

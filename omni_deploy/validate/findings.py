@@ -23,7 +23,10 @@ class Finding:
     hint: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        out = asdict(self)
+        if not self.line:  # about the whole file: no position, rather than a made-up line 0
+            out["line"] = out["column"] = None
+        return out
 
     def text(self) -> str:
         where = f"{self.file}:{self.line}:{self.column}" if self.line else self.file

@@ -67,10 +67,11 @@ def _from_error(error: ConfigError, file: str) -> Finding:
     )
 
 
-def validate_file(name: str, options: Options) -> FileReport:
-    """Load the file named `name` and check it; a file that cannot be loaded is one finding."""
+def validate_file(name: str, options: Options, text: str | None = None) -> FileReport:
+    """Load the file named `name` (or `text` so named, from stdin) and check it; a file that
+    cannot be loaded is one finding."""
     try:
-        deployment = Deployment.load(name, pipeline=options.pipeline)
+        deployment = Deployment.load(name, pipeline=options.pipeline, text=text)
     except ConfigError as error:
         return FileReport(name, [_from_error(error, name)])
     return validate_deployment(deployment, options)

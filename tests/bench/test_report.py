@@ -50,7 +50,7 @@ def test_baseline_and_changes(capsys: pytest.CaptureFixture[str]) -> None:
 def test_failed_and_incomplete_rounds_are_flagged_not_averaged(capsys: pytest.CaptureFixture[str]) -> None:
     result = run_cli(capsys, "bench", "report", str(DATA / "flagged"), "-o", "json")
     assert result.code == 1
-    row = _rows(result.out)[("candidate", 16)]
+    row = _rows(result.out)[("flagged", 16)]  # sources are named by their folders
     assert row["rounds"] == 1 and row["failed"] == 2
     assert row["ttfa_p95_ms"]["mean"] == pytest.approx(1600.0)  # only the clean round
     assert any("b.json: 2 failed request(s)" in f for f in row["flagged"])
@@ -91,3 +91,54 @@ def test_bad_inputs(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     empty = tmp_path / "empty"
     empty.mkdir()
     assert run_cli(capsys, "bench", "report", str(empty)).code == 1
+
+
+def test_plot_ticks_title_and_labels() -> None:
+    pytest.importorskip("matplotlib")
+    import matplotlib.pyplot as plt
+
+    from omni_deploy.bench.plot import figure
+    from omni_deploy.bench.report import aggregate
+    from omni_deploy.bench.results import read_dir
+
+    rows = aggregate(read_dir(DATA / "candidate"), "candidate")
+    fig = figure(rows, "main vs PR")
+    try:
+        measured = sorted({r.concurrency for r in rows})
+        ax = fig.axes[0]
+        assert list(ax.get_xticks()) == measured
+        assert [t.get_text() for t in ax.get_xticklabels()] == [str(c) for c in measured]
+        assert ax.get_xlabel() == "concurrency" and ax.get_ylabel() == "Audio-s/s"
+        assert fig.get_suptitle() == "main vs PR"
+    finally:
+        plt.close(fig)
+
+
+def test_sources_are_named_by_their_folders_and_the_table_fits(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import shutil
+
+    shutil.copytree(DATA / "candidate", tmp_path / "pr")
+    shutil.copytree(DATA / "baseline", tmp_path / "main")
+    result = run_cli(capsys, "bench", "report", str(tmp_path / "pr"), "--baseline", str(tmp_path / "main"))
+    rows = [line.split()[:2] for line in result.out.splitlines()[2:5]]
+    assert rows == [["4", "main"], ["4", "pr"], ["8", "pr"]]
+    assert "Change of pr vs main (mean, %):" in result.out
+    data = json.loads(
+        run_cli(
+            capsys,
+            "bench",
+            "report",
+            str(tmp_path / "pr"),
+            "--baseline",
+            str(tmp_path / "main"),
+            "-o",
+            "json",
+        ).out
+    )
+    assert {r["source"] for r in data["rows"]} == {"pr", "main"}
+    monkeypatch.setenv("COLUMNS", "110")  # a terminal's width: the table wraps its cells to fit
+    narrow = run_cli(capsys, "bench", "report", str(tmp_path / "pr"), "--baseline", str(tmp_path / "main"))
+    table = narrow.out.split("\n\n")[0].splitlines()
+    assert max(len(line) for line in table) <= 110 and any(line.lstrip().startswith("4 ") for line in table)

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 from tests.serve.conftest import ROOT, STANDIN_BIN, fake_dist_info, free_port
+from tests.support.json_shapes import assert_shape
 
 
 def _env(tmp_path: Path) -> dict[str, str]:
@@ -134,9 +135,16 @@ def test_run_then_report_against_stand_ins(tmp_path: Path) -> None:
             str(tmp_path / "results"),
             "--ready-timeout",
             "60",
+            "-o",
+            "json",
         )
         assert done.returncode == 0, done.stderr
-        assert "[6/6] C=4 r2 (measured)" in done.stderr
+        assert "[6/6] C=4 r2 (measured)" in done.stderr and "elapsed]" in done.stderr
+        sweep = json.loads(done.stdout)  # the rounds as JSON on stdout, progress on stderr
+        assert_shape(sweep, "bench-run")
+        assert len(sweep["steps"]) == 6 and all(
+            s["done"] and Path(s["result"]).is_file() for s in sweep["steps"]
+        )
         log = [json.loads(line) for line in (tmp_path / "bench.log").read_text().splitlines()]
         assert len(log) == 6 and log[0]["env"]["SEED_TTS_WER_EVAL"] == "0"
         report = _cli(env, "bench", "report", str(tmp_path / "results"), "-o", "json")
@@ -196,7 +204,7 @@ def test_ab_end_to_end(tmp_path: Path) -> None:
         timeout=300,
     )
     assert done.returncode == 0, done.stderr + done.stdout
-    assert "Change of candidate vs baseline" in done.stdout
+    assert "Change of B vs A" in done.stdout
     records = sorted((tmp_path / "ab" / "runs").glob("*/launch.json"))
     backends = [json.loads(p.read_text())["speaker"]["speaker_backend"] for p in records]
     assert len(records) == 4 and backends.count("cpu-onnxruntime") == 2
@@ -254,3 +262,21 @@ def test_ctrl_c_keeps_finished_rounds(tmp_path: Path) -> None:
             bench.kill()
         server.terminate()
         server.wait(timeout=30)
+
+
+def test_json_dry_runs(tmp_path: Path) -> None:
+    (tmp_path / "inputs").mkdir()
+    common = ["--model", "crossref-test", "--dataset-path", str(tmp_path / "inputs"), "--concurrency", "1,4"]
+    env = _env(tmp_path)
+    run = _cli(env, "bench", "run", "--base-url", "http://127.0.0.1:9", *common, "--dry-run", "-o", "json")
+    data = json.loads(run.stdout)
+    assert_shape(data, "bench-run")
+    assert data["dry_run"] is True and [s["role"] for s in data["steps"][:3]] == [
+        "discard",
+        "measured",
+        "measured",
+    ]
+    ab = _cli(env, *_ab_args(tmp_path), "--concurrency", "1", "--dry-run", "-o", "json")
+    plan = json.loads(ab.stdout)
+    assert_shape(plan, "bench-run")
+    assert [(s["source"], s["start"]) for s in plan["steps"][::3]] == [("a", 1), ("b", 2), ("a", 3), ("b", 4)]

@@ -96,3 +96,36 @@ def test_spk_backend_override_shows_up_as_a_reason(capsys: pytest.CaptureFixture
     assert {"setting": "--spk-backend", "value": "cpu-onnxruntime", "origin": "--spk-backend"} in cuda[
         "reasons"
     ]
+
+
+def test_json_always_has_host_null_unless_probed(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.support.json_shapes import assert_shape
+
+    bench = str(ROOT / "deploy" / "turn-bench.yaml")
+    for args in (["--backend"], [], ["--platform", "ALL"]):
+        data = json.loads(run_cli(capsys, "explain", bench, *args, "-o", "json").out)
+        assert_shape(data, "explain")
+        assert data["host"] is None and data["target_version"] and data["schema_version"] == 1
+    monkeypatch.setenv("PATH", "/nonexistent")
+    probed = json.loads(run_cli(capsys, "explain", bench, "--probe", "-o", "json").out)
+    assert_shape(probed, "explain")
+    assert probed["host"]["probed"] is True
+
+
+def test_names_are_checked(capsys: pytest.CaptureFixture[str]) -> None:
+    banana = run_cli(capsys, "explain", "--target-version", "banana")
+    assert banana.code == 2 and "not a version" in banana.err
+    pipeline = run_cli(capsys, "explain", "--pipeline", "minicpmo")
+    assert pipeline.code == 2 and "did you mean 'minicpmo_4_5'" in pipeline.err
+    assert run_cli(capsys, "explain", "--platform", "Cuda", "--backend").code == 0
+
+
+def test_stdin(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+
+    bench = ROOT / "deploy" / "turn-bench.yaml"
+    monkeypatch.setattr("sys.stdin", io.StringIO(bench.read_text()))
+    result = run_cli(capsys, "explain", "-", "--stdin-filename", str(bench), "-o", "json")
+    assert result.code == 0 and json.loads(result.out)["file"] == str(bench)

@@ -13,6 +13,7 @@ import yaml
 from omni_deploy.config.stage_schema import PLATFORMS
 from tests.support import upstream
 from tests.support.cli import run_cli
+from tests.support.json_shapes import assert_shape
 
 ROOT = Path(__file__).resolve().parents[2]
 FILES = upstream.deploy_files()
@@ -68,10 +69,38 @@ def test_json_output_and_origins(capsys: pytest.CaptureFixture[str]) -> None:
     )
     assert result.code == 0, result.err
     data = json.loads(result.out)
+    assert_shape(data, "render")
     assert data["config"]["stages"][0]["max_num_seqs"] == 16
-    assert data["origins"]["$.stages[0].max_num_seqs"].startswith("deploy/turn-bench.yaml:")
-    assert data["origins"]["$.stages[0].max_num_seqs"].endswith("(overlay)")
-    assert data["origins"]["$.stages[1].max_model_len"].endswith("(base)")
+    seqs = data["origins"]["$.stages[0].max_num_seqs"]
+    assert seqs["file"].endswith("deploy/turn-bench.yaml") and seqs["layer"] == "overlay"
+    assert data["origins"]["$.stages[1].max_model_len"]["layer"] == "base"
+
+
+def test_json_keeps_one_shape_without_origins(capsys: pytest.CaptureFixture[str]) -> None:
+    shown = json.loads(
+        run_cli(capsys, "render", str(ROOT / "deploy" / "turn-bench.yaml"), "-o", "json", "--show-origin").out
+    )
+    plain = run_cli(capsys, "render", str(ROOT / "deploy" / "turn-bench.yaml"), "-o", "json")
+    data = json.loads(plain.out)
+    assert_shape(data, "render")
+    assert set(data) == set(shown) and data["origins"] == {} and data["config"] == shown["config"]
+    assert data["schema_version"] == 1 and data["platform"] is None
+
+
+def test_stdin_and_case_insensitive_platform(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import io
+
+    text = (ROOT / "deploy" / "turn-bench.yaml").read_text()
+    monkeypatch.setattr("sys.stdin", io.StringIO(text))
+    name = str(ROOT / "deploy" / "turn-bench.yaml")
+    piped = run_cli(capsys, "render", "-", "--stdin-filename", name, "--platform", "CUDA")
+    direct = run_cli(capsys, "render", name, "--platform", "cuda")
+    assert piped.code == 0 and piped.out == direct.out
+    monkeypatch.setattr("sys.stdin", io.StringIO("stages: [\n"))
+    broken = run_cli(capsys, "render", "-")
+    assert broken.code == 1 and "<stdin>:" in broken.err
 
 
 def test_show_origin_yaml_is_still_yaml(capsys: pytest.CaptureFixture[str]) -> None:

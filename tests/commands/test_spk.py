@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.cli import run_cli
+from tests.support.json_shapes import assert_shape
 
 pytest.importorskip("torch")
 pytest.importorskip("onnxruntime")
@@ -32,6 +33,7 @@ def test_parity_on_synthetic_references(standin_onnx: Path, capsys: pytest.Captu
                      "--tf32", "off", "-o", "json")  # fmt: skip
     assert result.code == 0, result.err
     data = json.loads(result.out)
+    assert_shape(data, "spk")
     assert data["tf32_off"]["cases"] == 3
     assert data["tf32_off"]["min_cosine"] >= 0.99999
     strict = run_cli(capsys, "spk", "parity", "--onnx", str(onnx_path), "--device", "cpu", "--synthetic", "2",
@@ -70,7 +72,9 @@ def test_bench_small_run_as_json(standin_onnx: Path, capsys: pytest.CaptureFixtu
     result = run_cli(capsys, "spk", "bench", "--onnx", str(onnx_path), "--device", "cpu", "--seconds", "1",
                      "--batch", "2", "--mixed", "0", "--repeats", "1", "-o", "json")  # fmt: skip
     assert result.code == 0, result.err
-    rows = json.loads(result.out)
+    document = json.loads(result.out)
+    assert_shape(document, "spk")
+    rows = document["rows"]
     assert {r["backend"] for r in rows} == {
         "ours",
         "fbank",
@@ -82,3 +86,23 @@ def test_bench_small_run_as_json(standin_onnx: Path, capsys: pytest.CaptureFixtu
     assert all(r["median_ms"] > 0 for r in rows)
     bad = run_cli(capsys, "spk", "bench", "--onnx", str(onnx_path), "--batch", "x")
     assert bad.code == 2
+
+
+def test_make_standin_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "campplus.onnx"
+    result = run_cli(capsys, "spk", "make-standin", str(out), "-o", "json")
+    assert result.code == 0, result.err
+    data = json.loads(result.out)
+    assert_shape(data, "spk")
+    assert (data["path"], data["batchnorm_nodes"], data["avgpool_nodes"]) == (str(out), 56, 52)
+    assert data["size_bytes"] == out.stat().st_size
+
+
+def test_bench_table_says_what_each_column_is(standin_onnx: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    result = run_cli(capsys, "spk", "bench", "--onnx", str(standin_onnx), "--device", "cpu", "--seconds", "1",
+                     "--batch", "1", "--mixed", "0", "--repeats", "1")  # fmt: skip
+    assert result.code == 0, result.err
+    header = result.out.splitlines()[0].split()
+    assert header[:3] == ["case", "backend", "batch"] and "vs" in header and "ours" in header
+    ours = next(line for line in result.out.splitlines()[2:] if " ours " in line)
+    assert ours.rstrip().endswith("1.0x")

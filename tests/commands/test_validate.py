@@ -75,9 +75,14 @@ def test_schema_command(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_pre_commit_hook_definition() -> None:
+    import re
+
     hooks = yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())
     assert hooks[0]["id"] == "omni-deploy-validate"
-    assert hooks[0]["entry"] == "omni-deploy validate"
+    assert hooks[0]["entry"] == "omni-deploy validate --skip-non-deploy"
+    files = re.compile(hooks[0]["files"])
+    assert files.search("deploy/turn-bench.yaml") and files.search("ops/deploy/a/b.yml")
+    assert not files.search(".github/workflows/ci.yaml") and not files.search("k8s/service.yaml")
 
 
 def test_every_command_has_help(capsys: pytest.CaptureFixture[str]) -> None:

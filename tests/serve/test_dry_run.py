@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from tests.serve.conftest import ROOT
+from tests.support.json_shapes import assert_shape
 
 GOLDEN = ROOT / "tests" / "data" / "serve" / "dry_run.txt"
 
@@ -32,7 +33,7 @@ def _dry(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
 def test_golden_text(tmp_path: Path) -> None:
     done = _dry(tmp_path, "--served-model-name", "crossref-test", "--", "--trust-remote-code")
     assert done.returncode == 0, done.stderr
-    text = done.stdout.replace(str(tmp_path), "<tmp>")
+    text = done.stdout.replace(str(tmp_path), "<tmp>").replace(str(ROOT), "<checkout>")
     assert text == GOLDEN.read_text(), text
     assert "hf_secret_value" not in done.stdout + done.stderr
     record = (tmp_path / "run" / "launch.json").read_text()
@@ -42,7 +43,7 @@ def test_golden_text(tmp_path: Path) -> None:
 def test_json(tmp_path: Path) -> None:
     done = _dry(tmp_path, "-o", "json", "--spk-backend", "cpu-onnxruntime")
     data = json.loads(done.stdout)
-    assert set(data) == {"argv", "env", "config", "speaker_backend", "preflight_refusals"}
+    assert_shape(data, "serve")
     assert data["speaker_backend"] == "cpu-onnxruntime"
     assert data["env"]["HF_TOKEN"] == "<redacted>" and data["env"]["MY_API_KEY"] == "<redacted>"
     assert data["env"]["LOG_LEVEL"] == "debug"
@@ -50,3 +51,51 @@ def test_json(tmp_path: Path) -> None:
     rendered = Path(data["config"]).read_text()
     assert "token2wav_device_spk: false" in rendered  # the override is in the config vllm-omni gets
     assert "platforms:" not in rendered
+
+
+def _bare_dry(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {
+        **os.environ,
+        "PATH": "/usr/bin:/bin",
+        "PYTHONPATH": str(ROOT),
+        "XDG_CACHE_HOME": str(tmp_path / "cache"),
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "omni_deploy", "serve", *args],
+        env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+
+
+def test_dry_run_writes_nothing_without_run_dir(tmp_path: Path) -> None:
+    done = _bare_dry(tmp_path, str(ROOT / "deploy" / "turn-bench.yaml"), "--dry-run")
+    assert done.returncode == 0, done.stderr
+    assert "config: not written" in done.stdout
+    assert sorted(p.name for p in tmp_path.iterdir()) == []  # no cache dir, no run dir
+    data = json.loads(_bare_dry(tmp_path, "--dry-run", "-o", "json").stdout)
+    assert_shape(data, "serve")
+    assert data["config"] is None and data["run_dir"] is None
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+def test_passthrough_without_file(tmp_path: Path) -> None:
+    done = _bare_dry(tmp_path, "--dry-run", "-o", "json", "--", "--seed", "9000", "--trust-remote-code")
+    assert done.returncode == 0, done.stderr
+    argv = json.loads(done.stdout)["argv"]
+    assert argv[-3:] == ["--seed", "9000", "--trust-remote-code"]
+    # The example: --port after -- is no longer taken for FILE; serve says to use its own option.
+    port = _bare_dry(tmp_path, "--dry-run", "--", "--port", "9000")
+    assert port.returncode == 1 and "no such file" not in port.stderr and "use its own option" in port.stderr
+    assert argv[argv.index("--deploy-config") + 1].endswith("deploy.yaml")  # the bundled default file
+    with_file = _bare_dry(
+        tmp_path, str(ROOT / "deploy" / "turn-bench.yaml"), "--dry-run", "-o", "json", "--", "--enforce-eager"
+    )
+    assert json.loads(with_file.stdout)["argv"][-1] == "--enforce-eager"
+
+
+def test_json_needs_dry_run_and_platform_any_case(tmp_path: Path) -> None:
+    refused = _bare_dry(tmp_path, "-o", "json")
+    assert refused.returncode == 2 and "-o json needs --dry-run" in refused.stderr
+    upper = _bare_dry(tmp_path, "--dry-run", "--platform", "CUDA", "-o", "json")
+    assert upper.returncode == 0 and json.loads(upper.stdout)["platform"] == "cuda"
+    wrong = _bare_dry(tmp_path, "--dry-run", "--platform", "all")
+    assert wrong.returncode == 2 and "does not apply" in wrong.stderr

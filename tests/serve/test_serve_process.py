@@ -42,6 +42,9 @@ def test_ready_after_503s_then_sigterm_forwarded_and_exit_code_propagated(
     ready_line = next(line for line in served.output().splitlines() if "ready after" in line)
     assert f"http://127.0.0.1:{port}" in ready_line and "serving: crossref-test" in ready_line
     assert float(ready_line.split("ready after ")[1].split(" s")[0]) >= 1.4  # it did wait through the 503s
+    # Progress while waiting: what /health answered, the time waited and the limit.
+    waits = [line for line in served.output().splitlines() if "waiting for the server to be ready: " in line]
+    assert any("/health 503 after" in line and line.endswith("(limit 1800 s)") for line in waits)
     record = served.record()
     assert record["argv"][1:6] == [
         "serve",

@@ -1,0 +1,134 @@
+"""Option types every command shares, so that one word means one thing everywhere.
+
+`--platform` takes a platform name (cuda, rocm, npu, xpu, musa) in any case, plus the special
+words a command can honour: `all` (validate, explain: every platform), `none` (render, diff: no
+platform section applied, exactly what vllm-omni's resolve_deploy_yaml returns), `auto` (serve:
+the accelerator of this host).
+"""
+
+from __future__ import annotations
+
+import difflib
+from typing import Any
+
+import click
+
+from omni_deploy.config.stage_schema import PLATFORMS
+
+SPECIAL_PLATFORMS = {
+    "all": "every platform",
+    "none": "no platform section applied",
+    "auto": "this host's accelerator",
+}
+
+
+def did_you_mean(word: str, choices: list[str] | tuple[str, ...]) -> str:
+    close = difflib.get_close_matches(word.lower(), [c.lower() for c in choices], n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+class PlatformType(click.ParamType):
+    """A platform name, case-insensitive, plus the special words this command takes."""
+
+    name = "platform"
+
+    def __init__(self, *special: str) -> None:
+        unknown = set(special) - set(SPECIAL_PLATFORMS)
+        assert not unknown, unknown
+        self.choices: tuple[str, ...] = (*special, *PLATFORMS)
+
+    def get_metavar(self, param: click.Parameter, ctx: click.Context | None = None) -> str:
+        return "[" + "|".join(self.choices) + "]"
+
+    def shell_complete(
+        self, ctx: click.Context, param: click.Parameter, incomplete: str
+    ) -> list[click.shell_completion.CompletionItem]:
+        from click.shell_completion import CompletionItem
+
+        return [CompletionItem(c) for c in self.choices if c.startswith(incomplete.lower())]
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        text = str(value).strip().lower()
+        if text in self.choices:
+            return text
+        if text in SPECIAL_PLATFORMS:
+            self.fail(
+                f"{value!r} ({SPECIAL_PLATFORMS[text]}) does not apply to this command; "
+                f"choose from {', '.join(self.choices)}",
+                param,
+                ctx,
+            )
+        self.fail(
+            f"{value!r} is not a platform; choose from {', '.join(self.choices)}"
+            + did_you_mean(text, self.choices),
+            param,
+            ctx,
+        )
+
+
+class PipelineType(click.ParamType):
+    """A pipeline name of vllm-omni's registry (any case), with a suggestion for a near miss."""
+
+    name = "pipeline"
+
+    def shell_complete(
+        self, ctx: click.Context, param: click.Parameter, incomplete: str
+    ) -> list[click.shell_completion.CompletionItem]:
+        from click.shell_completion import CompletionItem
+
+        from omni_deploy.knowledge.pipelines import REGISTERED
+
+        return [CompletionItem(n) for n in sorted(REGISTERED) if n.lower().startswith(incomplete.lower())]
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        from omni_deploy.knowledge.pipelines import REGISTERED
+
+        text = str(value).strip()
+        by_lower = {n.lower(): n for n in REGISTERED}
+        if text.lower() in by_lower:
+            return by_lower[text.lower()]
+        self.fail(
+            f"{value!r} is not a pipeline of vllm-omni's registry" + did_you_mean(text, sorted(REGISTERED)),
+            param,
+            ctx,
+        )
+
+
+class TargetVersionType(click.ParamType):
+    """A vllm-omni version omni-deploy knows: a release it has read, `installed`, or `main`."""
+
+    name = "version"
+
+    def get_metavar(self, param: click.Parameter, ctx: click.Context | None = None) -> str:
+        return "VERSION|installed|main"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        from packaging.version import InvalidVersion, Version
+
+        from omni_deploy.bundled import installed_version
+        from omni_deploy.knowledge.versions import MAIN, RELEASES
+
+        text = str(value).strip()
+        if text.lower() == MAIN:
+            return MAIN
+        if text.lower() == "installed":
+            found = installed_version("vllm-omni")
+            if found is None:
+                self.fail("'installed': vllm-omni is not installed in this environment", param, ctx)
+            return found
+        known = ", ".join(RELEASES)
+        try:
+            version = Version(text)
+        except InvalidVersion:
+            self.fail(
+                f"{value!r} is not a version; use a release ({known}), 'installed' or 'main'", param, ctx
+            )
+        for release in RELEASES:
+            if Version(release) == version:
+                return release
+        self.fail(
+            f"{value!r} is not a vllm-omni release omni-deploy knows ({known}); "
+            "use 'installed' for the one in this environment or 'main' for newer code",
+            param,
+            ctx,
+        )

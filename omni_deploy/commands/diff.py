@@ -1,0 +1,102 @@
+"""`omni-deploy diff`: what a server would see differently between two deploy files."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+import click
+
+from omni_deploy.cli_params import PlatformType
+
+# A file that cannot be loaded exits 2, as `diff` does, so that 1 always means "they differ".
+EXIT_TROUBLE = 2
+
+
+def _value(node: Any) -> str:
+    from omni_deploy.config.nodes import to_plain
+
+    return json.dumps(to_plain(node), default=str)
+
+
+def _where(node: Any) -> str:
+    return str(node.origin)
+
+
+@click.command()
+@click.argument("a", metavar="A", type=click.Path(dir_okay=False))
+@click.argument("b", metavar="B", type=click.Path(dir_okay=False))
+@click.option(
+    "--platform",
+    type=PlatformType("none"),
+    default="cuda",
+    show_default=True,
+    help="Compare as a server on this platform sees them; 'none': before any platform section.",
+)
+@click.option(
+    "-o",
+    "--output",
+    "fmt",
+    type=click.Choice(("text", "json")),
+    default="text",
+    show_default=True,
+    help="text for people, json for programs (docs/json-output.md).",
+)
+def diff(a: str, b: str, platform: str, fmt: str) -> int:
+    """Show the effective difference of deploy files A and B: each value that differs after the
+    base_config chains are merged and the platform applied, with both values and the file:line
+    each came from.
+
+    Stages are matched by stage_id, not by position. Exit 0 when the two are the same, 1 when they
+    differ, 2 when a file cannot be loaded (like `diff`).
+
+    Example (what the benchmark overlay changes in the bundled turn profile):
+    omni-deploy diff deploy/minicpmo_4_5_turn.yaml deploy/turn-bench.yaml
+    """
+    from omni_deploy.config.diff import ADDED, CHANGED, REMOVED, diff_configs
+    from omni_deploy.config.yaml_loader import display_path
+    from omni_deploy.deployment import Deployment
+    from omni_deploy.errors import ConfigError
+    from omni_deploy.output.json_doc import dumps
+
+    applied = None if platform == "none" else platform
+    try:
+        left, right = Deployment.load(a), Deployment.load(b)
+        configs = [d.on(applied).config if applied else d.config for d in (left, right)]
+    except ConfigError as exc:
+        click.echo(f"omni-deploy: error: {exc}", err=True)
+        return EXIT_TROUBLE
+    changes = diff_configs(*configs)
+    counts = {kind: sum(1 for c in changes if c.kind == kind) for kind in (CHANGED, ADDED, REMOVED)}
+    if fmt == "json":
+        sides = {
+            name: {"file": display_path(e.top), "chain": [display_path(p) for p in e.chain]}
+            for name, e in (("a", left), ("b", right))
+        }
+        body = {
+            **sides,
+            "platform": applied,
+            "identical": not changes,
+            "summary": counts,
+            "changes": [c.as_dict() for c in changes],
+        }
+        click.echo(dumps(body))
+        return 1 if changes else 0
+
+    from omni_deploy.output import color
+
+    colored = color.wanted(sys.stdout)
+    where = f"platform {applied}" if applied else "no platform applied"
+    click.echo(click.style(f"--- a: {display_path(left.top)} ({where})", bold=True), color=colored)
+    click.echo(click.style(f"+++ b: {display_path(right.top)} ({where})", bold=True), color=colored)
+    mark = {CHANGED: "~", ADDED: "+", REMOVED: "-"}
+    for change in changes:
+        click.echo(f"{mark[change.kind]} {change.path}")
+        for side, node, fg in (("a", change.a, "red"), ("b", change.b, "green")):
+            if node is not None:
+                line = f"    {side}: {_value(node)}  ({_where(node)})"
+                click.echo(click.style(line, fg=fg), color=colored)
+    summary = ", ".join(f"{n} {kind}" for kind, n in counts.items())
+    click.echo("identical" if not changes else summary)
+    return 1 if changes else 0

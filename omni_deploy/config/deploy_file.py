@@ -1,0 +1,36 @@
+"""Tell a vllm-omni deploy file from the other YAML in a repository (workflows, manifests, compose files).
+
+Used where files are found rather than named: directories and globs on the command line, and the
+pre-commit hook, which is handed every staged YAML file under its `files:` pattern. A file is a
+deploy file unless it is clearly something else: several YAML documents (vllm-omni reads one), or
+a single mapping with none of the top-level keys vllm-omni reads. A file that does not parse is
+kept, so that a broken deploy file is reported rather than skipped.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+
+import yaml
+
+
+@cache
+def _top_level_keys() -> frozenset[str]:
+    from omni_deploy.knowledge.keys import by_place
+
+    return frozenset(by_place("top"))
+
+
+def looks_like_deploy_file(text: str) -> bool:
+    try:
+        documents = list(yaml.compose_all(text, Loader=yaml.SafeLoader))
+    except yaml.YAMLError:
+        return True
+    documents = [d for d in documents if d is not None]
+    if len(documents) != 1:
+        return False
+    root = documents[0]
+    if not isinstance(root, yaml.MappingNode):
+        return True  # vllm-omni would refuse it: let validate say why
+    keys = {k.value for k, _ in root.value if isinstance(k, yaml.ScalarNode)}
+    return bool(keys & _top_level_keys())

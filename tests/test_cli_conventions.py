@@ -1,0 +1,87 @@
+"""Conventions of the command line as a whole: did-you-mean, completion, colour, help everywhere."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import click
+import pytest
+
+from omni_deploy.cli import cli
+from omni_deploy.cli_reference import _walk
+from tests.support.cli import run_cli
+
+ROOT = Path(__file__).resolve().parents[1]
+BENCH = str(ROOT / "deploy" / "turn-bench.yaml")
+TURN = str(ROOT / "deploy" / "minicpmo_4_5_turn.yaml")
+
+
+def test_mistyped_command_gets_did_you_mean(capsys: pytest.CaptureFixture[str]) -> None:
+    result = run_cli(capsys, "valdate", BENCH)
+    assert result.code == 2
+    assert "No such command 'valdate'. Did you mean 'validate'?" in result.err
+
+
+def _complete(words: str, cword: int, cwd: Path) -> list[str]:
+    env = {
+        **os.environ,
+        "_OMNI_DEPLOY_COMPLETE": "bash_complete",
+        "COMP_WORDS": words,
+        "COMP_CWORD": str(cword),
+        "PYTHONPATH": str(ROOT),
+    }
+    code = "from omni_deploy.cli import cli; cli(prog_name='omni-deploy')"
+    done = subprocess.run([sys.executable, "-c", code], env=env, cwd=cwd, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    return [line for line in done.stdout.splitlines() if line]
+
+
+def test_completion_of_commands_choices_and_paths(tmp_path: Path) -> None:
+    assert _complete("omni-deploy val", 1, tmp_path) == ["plain,validate"]
+    assert "plain,cuda" in _complete("omni-deploy diff --platform ", 3, tmp_path)
+    # FILE arguments complete as paths: the shell lists the files (type "file").
+    assert _complete("omni-deploy diff de", 2, tmp_path) == ["file,de"]
+    assert _complete("omni-deploy valdate x", 2, tmp_path) == []  # no traceback while typing
+
+
+def test_color_always_never_and_no_color(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    always = run_cli(capsys, "--color", "always", "diff", TURN, BENCH)
+    assert "\x1b[" in always.out
+    never = run_cli(capsys, "--color", "never", "diff", TURN, BENCH)
+    assert "\x1b[" not in never.out
+    monkeypatch.setenv("FORCE_COLOR", "1")
+    assert "\x1b[" in run_cli(capsys, "diff", TURN, BENCH).out
+    monkeypatch.setenv("NO_COLOR", "1")
+    assert "\x1b[" not in run_cli(capsys, "diff", TURN, BENCH).out
+
+
+def test_every_option_has_help_text() -> None:
+    missing = []
+    for path, command in _walk(cli, ["omni-deploy"]):
+        assert command.help, f"{' '.join(path)} has no help"
+        for param in command.params:
+            if isinstance(param, click.Option) and not param.help and not param.hidden:
+                missing.append(f"{' '.join(path)} {param.opts[-1]}")
+    assert not missing, missing
+
+
+def test_cli_reference_page_is_current() -> None:
+    import difflib
+
+    from omni_deploy.cli_reference import reference_markdown
+
+    committed, generated = (ROOT / "docs" / "cli.md").read_text(), reference_markdown()
+    diff = "".join(list(difflib.unified_diff(committed.splitlines(True), generated.splitlines(True)))[:40])
+    assert committed == generated, f"regenerate: python -m omni_deploy.cli_reference > docs/cli.md\n{diff}"
+
+
+def test_validate_colours_severities_only_when_asked(capsys: pytest.CaptureFixture[str]) -> None:
+    coloured = run_cli(capsys, "--color", "always", "validate", BENCH, "--target-version", "0.30.0")
+    assert "\x1b[33m\x1b[1mwarning\x1b[0m[W310]" in coloured.out
+    plain = run_cli(capsys, "validate", BENCH, "--target-version", "0.30.0")  # captured: not a terminal
+    assert "\x1b[" not in plain.out and "warning[W310]" in plain.out
