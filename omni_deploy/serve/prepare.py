@@ -14,22 +14,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from omni_deploy.config.nodes import Origin, to_plain
-from omni_deploy.config.render import to_yaml
-from omni_deploy.config.yaml_loader import display_path
+from omni_deploy.config.nodes import to_plain
 from omni_deploy.deployment import Deployment
 from omni_deploy.host import HostCaps
 from omni_deploy.resolve.speaker import SpeakerDecision, decide
 from omni_deploy.serve.plan import (
     LaunchOptions,
     LaunchPlan,
-    apply_speaker_override,
     build_plan,
     check_passthrough,
     plan_record,
 )
 from omni_deploy.serve.preflight import Preflight, Refusal, run_preflight
 from omni_deploy.serve.redact import redact_env
+from omni_deploy.serve.render_config import render_deploy_config
 from omni_deploy.serve.rundir import make_run_dir, write_new, write_record
 from omni_deploy.validate.context import Options
 from omni_deploy.validate.runner import FileReport, validate_file
@@ -101,12 +99,8 @@ def prepare(
         launch.spk_backend,
     )
     # The rendered config carries the override too, so vllm-omni and the plugin agree.
-    notes = apply_speaker_override(
-        applied.config,
-        deployment.code2wav_extra_on(platform),
-        launch.spk_backend,
-        Origin("--spk-backend", 0, 0, "override"),
-    )
+    rendered = render_deploy_config(deployment, platform, launch.spk_backend)
+    notes = rendered.notes
     for warning in decision.warnings:
         warn(warning)
     stage_ids = {to_plain(s.get("stage_id")) for s in applied.stages}
@@ -118,8 +112,7 @@ def prepare(
         return Prepared(decision, plan, preflight, notes, None, None)
     directory = make_run_dir(request.run_dir)
     config_path = directory / "deploy.yaml"
-    header = f"# Rendered by omni-deploy serve from {display_path(deployment.top)} for platform {platform}\n"
-    write_new(config_path, to_yaml(applied.config, header + "".join(f"# {n}\n" for n in notes)))
+    write_new(config_path, rendered.text)
     plan = build_plan(launch, str(config_path), decision, env)
     prepared = Prepared(decision, plan, preflight, notes, directory, config_path)
     write_record(directory, _record(prepared, request, str(deployment.top)))
