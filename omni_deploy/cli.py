@@ -22,6 +22,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "bench": ("omni_deploy.commands.bench", "bench"),
     "diff": ("omni_deploy.commands.diff", "diff"),
     "explain": ("omni_deploy.commands.explain", "explain"),
+    "k8s": ("omni_deploy.commands.k8s", "k8s"),
     "render": ("omni_deploy.commands.render", "render"),
     "schema": ("omni_deploy.commands.schema", "schema"),
     "serve": ("omni_deploy.commands.serve", "serve"),

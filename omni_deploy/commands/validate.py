@@ -45,6 +45,11 @@ from omni_deploy.knowledge.versions import RELEASED, default_target_version
     help="The model's config.json: lets the Talker KV capacity be checked.",
 )
 @click.option(
+    "--gpus-per-node",
+    type=click.IntRange(min=1),
+    help="Check that the stages can be spread over nodes of this many GPUs (as `omni-deploy k8s` places them).",
+)
+@click.option(
     "-o",
     "--output",
     "fmt",
@@ -68,6 +73,7 @@ def validate(
     gpu_memory_gib: float | None,
     pipeline: str | None,
     model_config: Path | None,
+    gpus_per_node: int | None,
     fmt: str,
     stdin_filename: str | None,
     skip_non_deploy: bool,
@@ -96,7 +102,7 @@ def validate(
             raise click.BadParameter(
                 f"cannot read the Talker's shape from it: {exc}", param_hint="--model-config"
             ) from None
-    options = Options(chosen, strict, target, gpu_memory_gib, pipeline, shape)
+    options = Options(chosen, strict, target, gpu_memory_gib, pipeline, shape, gpus_per_node)
     reports = [validate_file(i.name, options, text=i.text) for i in inputs]
     output = REPORTERS[fmt](reports)
     if fmt == "text":

@@ -26,6 +26,7 @@ class Options:
     gpu_memory_gib: float | None = None
     pipeline: str | None = None
     model_shape: ModelShape | None = None
+    gpus_per_node: int | None = None  # set: check placement on nodes of this many GPUs
 
 
 @dataclass

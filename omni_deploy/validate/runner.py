@@ -8,6 +8,7 @@ from typing import Any
 
 from omni_deploy.deployment import Deployment
 from omni_deploy.errors import ConfigError
+from omni_deploy.k8s.check import check_multi_node
 from omni_deploy.validate.check_capacity import (
     check_batched_tokens,
     check_gpu_memory,
@@ -36,6 +37,7 @@ CHECKS: list[Callable[[Context], list[Finding]]] = [
     check_minicpmo_capacity,
     check_batched_tokens,
     check_platform_rules,
+    check_multi_node,
 ]
 
 

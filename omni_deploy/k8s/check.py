@@ -1,0 +1,29 @@
+"""validate --gpus-per-node: what cannot work when the stages are spread over nodes of that size."""
+
+from __future__ import annotations
+
+from omni_deploy.k8s.crossnode import cross_node_problems
+from omni_deploy.k8s.placement import PlacementError, group_stages, stage_uses
+from omni_deploy.validate.context import Context
+from omni_deploy.validate.findings import ERROR, Finding, at
+
+CROSS_NODE_SHM = "E390"  # a shared-memory connector joins stages placed on different nodes
+STAGE_TOO_WIDE = "E391"  # a stage needs more GPUs than one node has
+
+
+def check_multi_node(ctx: Context) -> list[Finding]:
+    size = ctx.options.gpus_per_node
+    if size is None:
+        return []
+    findings = []
+    for platform, applied in ctx.applied.items():
+        try:
+            groups = group_stages(stage_uses(applied, ctx.pipeline), size)
+        except PlacementError as error:
+            findings.append(at(None, ctx.file, ERROR, STAGE_TOO_WIDE, "$.stages", f"{platform}: {error}"))
+            continue
+        for problem in cross_node_problems(applied, ctx.pipeline, groups):
+            findings.append(
+                at(problem.origin, ctx.file, ERROR, CROSS_NODE_SHM, problem.where, problem.message())
+            )
+    return findings

@@ -1,0 +1,29 @@
+"""Manifests as text: multi-document YAML (what `kubectl apply -f -` takes) or a JSON v1 List."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import yaml
+
+
+class _Dumper(yaml.SafeDumper):
+    pass
+
+
+def _str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    # Files and scripts stay readable: multi-line strings as literal blocks.
+    style = "|" if "\n" in value else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_Dumper.add_representer(str, _str)
+
+
+def to_yaml(objects: list[dict[str, Any]]) -> str:
+    return yaml.dump_all(objects, Dumper=_Dumper, sort_keys=False, default_flow_style=False, width=100)
+
+
+def to_json(objects: list[dict[str, Any]]) -> str:
+    return json.dumps({"apiVersion": "v1", "kind": "List", "items": objects}, indent=2) + "\n"
