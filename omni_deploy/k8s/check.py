@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from omni_deploy.config.nodes import to_plain
 from omni_deploy.k8s.crossnode import cross_node_problems
 from omni_deploy.k8s.placement import PlacementError, group_stages, stage_uses
 from omni_deploy.validate.context import Context
@@ -20,7 +21,12 @@ def check_multi_node(ctx: Context) -> list[Finding]:
         try:
             groups = group_stages(stage_uses(applied, ctx.pipeline), size)
         except PlacementError as error:
-            findings.append(at(None, ctx.file, ERROR, STAGE_TOO_WIDE, "$.stages", f"{platform}: {error}"))
+            where, origin = "$.stages", None
+            for index, stage in enumerate(applied.stages):
+                if to_plain(stage.get("stage_id")) == error.stage_id:
+                    node = stage.get("devices") or stage.get("stage_id")
+                    where, origin = f"$.stages[{index}]", node.origin if node is not None else None
+            findings.append(at(origin, ctx.file, ERROR, STAGE_TOO_WIDE, where, f"on {platform}: {error}"))
             continue
         for problem in cross_node_problems(applied, ctx.pipeline, groups):
             findings.append(

@@ -27,6 +27,8 @@ CROSS_NODE_CONNECTORS: dict[str, str] = {
     "YuanrongConnector": "Yuanrong datasystem",
     "YuanrongTransferEngineConnector": "Yuanrong transfer engine (NPU platform only)",
 }
+# Registered too, as a backward-compatible alias of MooncakeStoreConnector: accepted, not offered.
+ALIASES = {"MooncakeConnector": "MooncakeStoreConnector"}
 # Edges of a pipeline's fixed topology (input_sources in its pipeline.py), which get an automatic
 # shared-memory connector when the file names none.
 PIPELINE_EDGES: dict[str, tuple[tuple[int, int], ...]] = {"minicpmo_4_5": ((0, 1), (1, 2))}

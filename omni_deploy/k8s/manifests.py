@@ -190,7 +190,6 @@ def _probe(path: str, period: int, failures: int) -> Obj:
 
 def container(
     inputs: Inputs,
-    group: NodeGroup | None,
     command: list[str],
     gpus: int,
     *,
@@ -272,7 +271,7 @@ def single_node(inputs: Inputs) -> list[Obj]:
     template = pod_template(
         inputs,
         "master",
-        container(inputs, group, command, group.gpus, serves_http=True, master=False),
+        container(inputs, command, group.gpus, serves_http=True, master=False),
         shm_size_gib(inputs, group),
     )
     deployment = {
@@ -296,7 +295,7 @@ def _leader(inputs: Inputs) -> Obj:
     return pod_template(
         inputs,
         "master",
-        container(inputs, group, command, group.gpus, serves_http=True, master=True),
+        container(inputs, command, group.gpus, serves_http=True, master=True),
         shm_size_gib(inputs, group),
     )
 
@@ -327,7 +326,7 @@ def leader_worker_set(inputs: Inputs) -> list[Obj]:
     worker = pod_template(
         inputs,
         "worker",
-        container(inputs, None, ["bash", "-c", script], sizes.pop(), serves_http=False, master=False),
+        container(inputs, ["bash", "-c", script], sizes.pop(), serves_http=False, master=False),
         max(shm_size_gib(inputs, g) for g in workers),
     )
     lws = {
@@ -376,7 +375,7 @@ def stateful_sets(inputs: Inputs) -> list[Obj]:
         template = pod_template(
             inputs,
             "master" if first else "worker",
-            container(inputs, group, command, group.gpus, serves_http=first, master=first),
+            container(inputs, command, group.gpus, serves_http=first, master=first),
             shm_size_gib(inputs, group),
             node_label,
         )

@@ -21,6 +21,10 @@ from omni_deploy.knowledge.pipelines import PipelineInfo
 class PlacementError(OmniDeployError):
     """The stages cannot be placed on nodes of the given size."""
 
+    def __init__(self, message: str, stage_id: int | None = None) -> None:
+        super().__init__(message)
+        self.stage_id = stage_id  # the stage at fault, for a finding's place
+
 
 @dataclass(frozen=True)
 class StageUse:
@@ -139,7 +143,8 @@ def group_stages(uses: Iterable[StageUse], gpus_per_node: int) -> list[NodeGroup
                 f"{use.label} uses {len(use.devices)} GPUs ({use.written or 'default devices'}, "
                 f"{use.replicas} replica(s) x {use.per_replica}), more than a node's {gpus_per_node} "
                 "(--gpus-per-node): a stage runs on one node; it could span nodes only through "
-                "multi-node tensor parallelism, which these manifests do not set up"
+                "multi-node tensor parallelism, which these manifests do not set up",
+                use.stage_id,
             )
         if groups:
             current = {d for s in groups[-1] for d in s.devices}
@@ -162,6 +167,7 @@ def _refuse_split_devices(groups: list[NodeGroup]) -> None:
                 if seen is not None and seen[0].index != group.index:
                     raise PlacementError(
                         f"{seen[1].label} and {use.label} share device {device} but do not fit on one "
-                        "node together; give them separate devices or raise --gpus-per-node"
+                        "node together; give them separate devices or raise --gpus-per-node",
+                        use.stage_id,
                     )
                 owner.setdefault(device, (group, use))

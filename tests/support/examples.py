@@ -26,6 +26,8 @@ def example_options(path: Path) -> Options:
                 options.target_version = value
             elif flag == "--gpu-memory-gib":
                 options.gpu_memory_gib = float(value)
+            elif flag == "--gpus-per-node":
+                options.gpus_per_node = int(value)
             elif flag == "--model-config":
                 options.model_shape = model_shape_from_config(path.parent / value)
             else:

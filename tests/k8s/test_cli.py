@@ -1,0 +1,68 @@
+"""Bad input to `omni-deploy k8s`: a clear message, a non-zero exit, no traceback, no output."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.k8s.kube import ROOT, gpu_total, validate_object
+from tests.support.cli import run_cli
+
+TWO_NODES = str(ROOT / "tests" / "data" / "k8s" / "two_nodes.yaml")
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--model", "models/../x"], "neither a Hugging Face id"),
+        (["--model", "./MiniCPM-o-4_5"], "neither a Hugging Face id"),
+        (["--model", "owner/name/extra"], "neither a Hugging Face id"),
+        (["--model", "/models/m"], "--model-cache is empty"),
+        (["--model", "m/x", "--name", "MiniCPM"], "not a DNS-1123 label"),
+        (["--model", "m/x", "--namespace", "speech_team"], "not a DNS-1123 label"),
+        (["--model", "m/x", "--namespace", "-speech"], "not a DNS-1123 label"),
+        (["--model", "m/x", "--model-cache", "nfs:/x"], "expected pvc:CLAIM, host:/absolute/path or empty"),
+        (["--model", "m/x", "--model-cache", "host:relative"], "expected pvc:CLAIM"),
+        (["--model", "m/x", "--gpus-per-node", "0"], "--gpus-per-node"),
+    ],
+)
+def test_usage_errors(capsys: pytest.CaptureFixture[str], args: list[str], message: str) -> None:
+    result = run_cli(capsys, "k8s", *args)
+    assert result.code == 2
+    assert message in result.err and "Traceback" not in result.err
+    assert result.out == ""
+
+
+def test_placement_error(capsys: pytest.CaptureFixture[str]) -> None:
+    result = run_cli(capsys, "k8s", TWO_NODES, "--model", "m/x", "--gpus-per-node", "1")
+    assert result.code == 1 and result.out == ""
+    assert "error[E391]" in result.err and "stage 0 (Thinker) uses 2 GPUs" in result.err
+
+
+def test_unequal_workers(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """Three nodes of 2, 2 and 1 GPUs: one LWS worker template cannot fit both; StatefulSets can."""
+    three = tmp_path / "three.yaml"
+    three.write_text(
+        f"base_config: {TWO_NODES}\n"
+        "connectors:\n  talker_to_code2wav:\n    name: NixlConnector\n"
+        "stages:\n  - stage_id: 1\n    devices: '2,3'\n    tensor_parallel_size: 2\n"
+        "    output_connectors: {to_stage_2: talker_to_code2wav}\n"
+        "  - stage_id: 2\n    devices: '4'\n    input_connectors: {from_stage_1: talker_to_code2wav}\n"
+    )
+    refused = run_cli(capsys, "k8s", str(three), "--model", "m/x", "--gpus-per-node", "2")
+    assert refused.code == 1 and "--workload statefulset" in refused.err and refused.out == ""
+    done = run_cli(capsys, "k8s", str(three), "--model", "m/x", "--gpus-per-node", "2",
+                   "--workload", "statefulset", "-o", "json")  # fmt: skip
+    assert done.code == 0, done.err
+    listing = json.loads(done.out)
+    assert listing["kind"] == "List"
+    for obj in listing["items"]:
+        validate_object(obj)
+    assert gpu_total(listing["items"]) == 5
+    assert [o["metadata"]["name"] for o in listing["items"] if o["kind"] == "StatefulSet"] == [
+        "minicpmo-node0",
+        "minicpmo-node1",
+        "minicpmo-node2",
+    ]
