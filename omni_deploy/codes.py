@@ -104,6 +104,9 @@ E370 = _declare("E370", ERROR, "model_runner v2 on a platform that does not supp
 I371 = _declare("I371", INFO, "CUDA-only Code2Wav switch that has no effect on another platform", _V + "cuda_only_switch_elsewhere.yaml")
 W372 = _declare("W372", WARNING, "NPU graph switch in a connector extra instead of stage 2's additional_config", _V + "npu_graph_in_connector.yaml")
 E380 = _declare("E380", ERROR, "code2wav_initial_batch_size below code2wav_min_batch_size", _V + "code2wav_types.yaml")
+# Several nodes (validate --gpus-per-node, and k8s): what cannot work once stages are spread.
+E390 = _declare("E390", ERROR, "a shared-memory connector joins stages placed on different nodes", _V + "cross_node_shm.yaml")
+E391 = _declare("E391", ERROR, "a stage needs more GPUs than one node has (--gpus-per-node)", _V + "stage_wider_than_node.yaml")
 # fmt: on
 
 

@@ -27,8 +27,8 @@ def build(
     file: str | None, options: K8sOptions, target_version: str | None, shm_gib: int | None
 ) -> BuildResult:
     from omni_deploy.commands.options import default_file_name
-    from omni_deploy.commands.validate import default_target_version
     from omni_deploy.host import assumed_host
+    from omni_deploy.knowledge.versions import default_target_version
     from omni_deploy.resolve.speaker import decide
     from omni_deploy.serve.plan import LaunchOptions, build_plan, plan_record
     from omni_deploy.serve.render_config import render_deploy_config
@@ -43,15 +43,20 @@ def build(
         Options(platforms=(platform,), target_version=target, gpus_per_node=options.gpus_per_node),
     )
     shown = report_text([report]) if any(f.severity != "info" for f in report.findings) else None
-    if not report.valid or report.context is None:
+    if not report.valid or report.deployment is None:
         return BuildResult([], shown)
-    ctx = report.context
-    applied = ctx.applied[platform]
-    rendered = render_deploy_config(ctx, platform, None)
+    deployment = report.deployment
+    applied = deployment.on(platform)
+    rendered = render_deploy_config(deployment, platform, None)
     # Decided for the pod, as `explain --backend` decides without --probe: an environment that only
     # the manifests set, and an image with omni-deploy's plugin in it.
     decision = decide(
-        platform, ctx.pipeline, ctx.code2wav_extra(), ctx.code2wav_extra_path, {}, assumed_host(target)
+        platform,
+        deployment.pipeline,
+        deployment.code2wav_extra(),
+        deployment.code2wav_extra_path,
+        {},
+        assumed_host(target),
     )
     launch = LaunchOptions(
         model=options.model,
@@ -61,11 +66,11 @@ def build(
         served_model_name=options.served_model_name,
     )
     plan = build_plan(launch, f"{CONFIG_DIR}/deploy.yaml", decision, {})
-    groups = group_stages(stage_uses(applied, ctx.pipeline), options.gpus_per_node)
+    groups = group_stages(stage_uses(applied, deployment.pipeline), options.gpus_per_node)
     record = plan_record(
         plan,
         {
-            "deploy_file": display_path(ctx.resolved.top),
+            "deploy_file": display_path(deployment.top),
             "platform": platform,
             "target_version": target,
             "notes": rendered.notes,
@@ -82,6 +87,6 @@ def build(
     )
     env = {k: v for k, v in plan.env_changes.items() if v is not None}
     inputs = Inputs(
-        options, rendered.text, record, plan.argv, env, groups, edges(applied, ctx.pipeline), shm_gib
+        options, rendered.text, record, plan.argv, env, groups, edges(applied, deployment.pipeline), shm_gib
     )
     return BuildResult(build_manifests(inputs), shown)

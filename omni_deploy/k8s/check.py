@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
+from omni_deploy import codes, jsonpath
 from omni_deploy.config.nodes import to_plain
 from omni_deploy.k8s.crossnode import cross_node_problems
 from omni_deploy.k8s.placement import PlacementError, group_stages, stage_uses
 from omni_deploy.validate.context import Context
-from omni_deploy.validate.findings import ERROR, Finding, at
-
-CROSS_NODE_SHM = "E390"  # a shared-memory connector joins stages placed on different nodes
-STAGE_TOO_WIDE = "E391"  # a stage needs more GPUs than one node has
+from omni_deploy.validate.findings import Finding, at
 
 
 def check_multi_node(ctx: Context) -> list[Finding]:
@@ -19,17 +17,16 @@ def check_multi_node(ctx: Context) -> list[Finding]:
     findings = []
     for platform, applied in ctx.applied.items():
         try:
-            groups = group_stages(stage_uses(applied, ctx.pipeline), size)
+            groups = group_stages(stage_uses(applied, ctx.deployment.pipeline), size)
         except PlacementError as error:
             where, origin = "$.stages", None
-            for index, stage in enumerate(applied.stages):
+            for stage in applied.stages:
                 if to_plain(stage.get("stage_id")) == error.stage_id:
                     node = stage.get("devices") or stage.get("stage_id")
-                    where, origin = f"$.stages[{index}]", node.origin if node is not None else None
-            findings.append(at(origin, ctx.file, ERROR, STAGE_TOO_WIDE, where, f"on {platform}: {error}"))
+                    where = jsonpath.stage(error.stage_id)
+                    origin = node.origin if node is not None else None
+            findings.append(at(origin, ctx.file, codes.E391, where, f"on {platform}: {error}"))
             continue
-        for problem in cross_node_problems(applied, ctx.pipeline, groups):
-            findings.append(
-                at(problem.origin, ctx.file, ERROR, CROSS_NODE_SHM, problem.where, problem.message())
-            )
+        for problem in cross_node_problems(applied, ctx.deployment.pipeline, groups):
+            findings.append(at(problem.origin, ctx.file, codes.E390, problem.where, problem.message()))
     return findings

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from omni_deploy import jsonpath
 from omni_deploy.config.nodes import Map, Origin, Scalar, to_plain
 from omni_deploy.config.platform import PlatformApplied
 from omni_deploy.k8s.placement import NodeGroup
@@ -68,7 +69,7 @@ _Ref = tuple[str, str, Origin | None]
 def _edge_refs(applied: PlatformApplied) -> dict[tuple[int, int], _Ref]:
     """(source, target) -> (connector name, JSONPath, origin) for every edge a stage names."""
     refs: dict[tuple[int, int], _Ref] = {}
-    for index, stage in enumerate(applied.stages):
+    for stage in applied.stages:
         sid = to_plain(stage.get("stage_id"))
         if not isinstance(sid, int):
             continue
@@ -81,7 +82,9 @@ def _edge_refs(applied: PlatformApplied) -> dict[tuple[int, int], _Ref]:
                 if not other.isdigit() or not isinstance(ref, Scalar):
                     continue
                 pair = (int(other), sid) if key == "input_connectors" else (sid, int(other))
-                refs.setdefault(pair, (str(ref.value), f"$.stages[{index}].{key}.{name}", ref.origin))
+                refs.setdefault(
+                    pair, (str(ref.value), jsonpath.join((key, name), jsonpath.stage(sid)), ref.origin)
+                )
     return refs
 
 
@@ -106,7 +109,9 @@ def cross_node_problems(
     node_of = {use.stage_id: (group.index, use.label) for group in groups for use in group.stages}
     refs = _edge_refs(applied)
     stage_at = {
-        to_plain(s.get("stage_id")): (f"$.stages[{i}]", s.origin) for i, s in enumerate(applied.stages)
+        sid: (jsonpath.stage(sid), s.origin)
+        for s in applied.stages
+        if (sid := to_plain(s.get("stage_id"))) is not None
     }
     problems = []
     for edge in edges(applied, pipeline):
