@@ -24,7 +24,7 @@ BUNDLED = sorted((ROOT / "deploy").glob("*.yaml"))
 def run(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
     """The CLI as a process, with a token in its environment that must never reach the output."""
     env = {k: v for k, v in os.environ.items() if k != "MINICPMO_TOKEN2WAV_TRT"}
-    env.update(PYTHONPATH=str(ROOT), HF_TOKEN=SECRET_VALUE, XDG_CACHE_HOME=str(cwd / ".k8s-test-cache"))
+    env.update(PYTHONPATH=str(ROOT), HF_TOKEN=SECRET_VALUE)
     return subprocess.run(
         [sys.executable, "-m", "omni_deploy", *args],
         env=env,
