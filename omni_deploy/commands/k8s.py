@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from omni_deploy.config.stage_schema import PLATFORMS
+from omni_deploy.k8s.options import DEFAULT_IMAGE, DEFAULT_NAME
 
 
 @click.command()
@@ -78,35 +79,15 @@ def k8s(
     master and headless stages, and a Service for the API.
     """
     from omni_deploy.k8s.build import build
-    from omni_deploy.k8s.options import (
-        DEFAULT_IMAGE,
-        DEFAULT_NAME,
-        K8sOptionError,
-        K8sOptions,
-        check_options,
-        parse_model_cache,
-    )
+    from omni_deploy.k8s.options import K8sOptionError, K8sOptions, check_options, parse_model_cache
     from omni_deploy.k8s.output import to_json, to_yaml
 
-    if platform != "cuda":
-        raise click.ClickException(
-            f"--platform {platform}: omni-deploy k8s renders NVIDIA GPU pods (nvidia.com/gpu) only; "
-            f"{platform} devices are requested through another device plugin, which it does not know"
-        )
     try:
         options = K8sOptions(
-            model=model,
-            image=image or DEFAULT_IMAGE,
-            name=name or DEFAULT_NAME,
-            namespace=namespace,
-            gpus_per_node=gpus_per_node,
-            hf_token_secret=hf_token_secret,
-            model_cache=parse_model_cache(model_cache),
-            platform=platform,
-            port=port,
-            workload=workload,
-            served_model_name=served_model_name,
-        )
+            model=model, image=image or DEFAULT_IMAGE, name=name or DEFAULT_NAME, namespace=namespace,
+            gpus_per_node=gpus_per_node, hf_token_secret=hf_token_secret, platform=platform, port=port,
+            model_cache=parse_model_cache(model_cache), workload=workload, served_model_name=served_model_name,
+        )  # fmt: skip
         check_options(options)
     except K8sOptionError as error:
         raise click.UsageError(str(error)) from None

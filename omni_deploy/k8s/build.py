@@ -26,7 +26,7 @@ class BuildResult:
 def build(
     file: str | None, options: K8sOptions, target_version: str | None, shm_gib: int | None
 ) -> BuildResult:
-    from omni_deploy.commands.options import default_file_name
+    from omni_deploy.bundled import deploy_file_name
     from omni_deploy.host import assumed_host
     from omni_deploy.knowledge.versions import default_target_version
     from omni_deploy.resolve.speaker import decide
@@ -39,7 +39,7 @@ def build(
     target = target_version or default_target_version()
     platform = options.platform
     report = validate_file(
-        default_file_name(file),
+        deploy_file_name(file),
         Options(platforms=(platform,), target_version=target, gpus_per_node=options.gpus_per_node),
     )
     shown = report_text([report]) if any(f.severity != "info" for f in report.findings) else None

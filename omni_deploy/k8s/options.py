@@ -21,7 +21,11 @@ _HF_ID = re.compile(r"^(?:[A-Za-z0-9][\w.-]{0,95}/)?[A-Za-z0-9][\w.-]{0,95}$")
 
 
 class K8sOptionError(OmniDeployError):
-    """An option value that cannot become a valid manifest."""
+    """An option value that cannot become a valid manifest (a usage error)."""
+
+
+class PlatformRefused(OmniDeployError):
+    """A platform whose devices these manifests cannot request."""
 
 
 @dataclass(frozen=True)
@@ -77,6 +81,12 @@ def parse_model_cache(value: str) -> ModelCache:
 
 
 def check_options(options: K8sOptions) -> None:
+    if options.platform != "cuda":
+        raise PlatformRefused(
+            f"--platform {options.platform}: omni-deploy k8s renders NVIDIA GPU pods (nvidia.com/gpu) "
+            f"only; {options.platform} devices are requested through another device plugin, which it "
+            "does not know"
+        )
     check_model(options.model)
     # Object names get suffixes (-config, -node1, -nodes): keep room for them within 63.
     check_dns_label(options.name, "--name", 50)
