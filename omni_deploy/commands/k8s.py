@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from omni_deploy.config.stage_schema import PLATFORMS
+from omni_deploy.cli_params import PlatformType, TargetVersionType
 from omni_deploy.k8s.options import DEFAULT_IMAGE, DEFAULT_NAME
 
 
@@ -35,7 +35,13 @@ from omni_deploy.k8s.options import DEFAULT_IMAGE, DEFAULT_NAME
     metavar="pvc:NAME|host:/path|empty",
     help="Volume for the Hugging Face cache, or that holds an absolute --model path.",
 )
-@click.option("--platform", type=click.Choice(PLATFORMS), default="cuda", show_default=True)
+@click.option(
+    "--platform",
+    type=PlatformType(),
+    default="cuda",
+    show_default=True,
+    help="Platform whose section of the file applies; only cuda (NVIDIA GPUs) is rendered.",
+)
 @click.option(
     "--workload",
     type=click.Choice(("leaderworkerset", "statefulset")),
@@ -43,8 +49,16 @@ from omni_deploy.k8s.options import DEFAULT_IMAGE, DEFAULT_NAME
     show_default=True,
     help="Several nodes: a LeaderWorkerSet (needs the LWS CRD), or StatefulSets and a headless Service.",
 )
-@click.option("--port", type=click.IntRange(1, 65535), default=8091, show_default=True)
-@click.option("--served-model-name", default=None)
+@click.option(
+    "--port",
+    type=click.IntRange(1, 65535),
+    default=8091,
+    show_default=True,
+    help="API port of the master and the Service.",
+)
+@click.option(
+    "--served-model-name", default=None, help="Name the API serves the model under (vllm serve's option)."
+)
 @click.option(
     "--shm-size-gib",
     type=click.IntRange(min=1),
@@ -52,9 +66,20 @@ from omni_deploy.k8s.options import DEFAULT_IMAGE, DEFAULT_NAME
     help="Size of /dev/shm per pod (default: 1 GiB plus 1 GiB per shared-memory connector in the pod).",
 )
 @click.option(
-    "--target-version", default=None, help="vllm-omni version to validate against (default: installed)."
+    "--target-version",
+    type=TargetVersionType(),
+    default=None,
+    help="vllm-omni version to validate against (default: the installed one, else the latest release).",
 )
-@click.option("-o", "--output", "fmt", type=click.Choice(("yaml", "json")), default="yaml", show_default=True)
+@click.option(
+    "-o",
+    "--output",
+    "fmt",
+    type=click.Choice(("yaml", "json")),
+    default="yaml",
+    show_default=True,
+    help="yaml: multi-document, for kubectl apply -f -; json: a v1 List.",
+)
 def k8s(
     file: str | None,
     model: str,
