@@ -152,4 +152,7 @@ def _diff_lines(diffs: list[dict[str, Any]], markdown: bool, names: tuple[str, s
 
 
 def as_json(rows: list[Row], diffs: list[dict[str, Any]]) -> str:
-    return json.dumps({"rows": [r.as_dict() for r in _ordered(rows)], "changes": diffs}, indent=2)
+    from omni_deploy.output.json_doc import SCHEMA_VERSION
+
+    data = {"schema_version": SCHEMA_VERSION, "rows": [r.as_dict() for r in _ordered(rows)], "changes": diffs}
+    return json.dumps(data, indent=2)

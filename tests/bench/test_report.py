@@ -38,6 +38,9 @@ def test_baseline_and_changes(capsys: pytest.CaptureFixture[str]) -> None:
         capsys, "bench", "report", str(DATA / "candidate"), "--baseline", str(DATA / "baseline"), "-o", "json"
     )
     data = json.loads(result.out)
+    from tests.support.json_shapes import assert_shape
+
+    assert_shape(data, "bench-report")
     base = _rows(result.out)[("baseline", 4)]
     assert base["rounds"] == 1  # warmup.json is skipped by its name
     assert base["audio_throughput"]["mean"] == pytest.approx(16.0)
