@@ -8,7 +8,6 @@ the accelerator of this host).
 
 from __future__ import annotations
 
-import difflib
 from typing import Any
 
 import click
@@ -23,6 +22,8 @@ SPECIAL_PLATFORMS = {
 
 
 def did_you_mean(word: str, choices: list[str] | tuple[str, ...]) -> str:
+    import difflib  # only for a wrong value: start-up stays light
+
     close = difflib.get_close_matches(word.lower(), [c.lower() for c in choices], n=1, cutoff=0.6)
     return f" (did you mean {close[0]!r}?)" if close else ""
 

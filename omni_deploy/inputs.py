@@ -7,14 +7,11 @@ silently, since nobody named it. A file named outright is always checked.
 
 from __future__ import annotations
 
-import glob
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
-
-from omni_deploy.config.deploy_file import looks_like_deploy_file
 
 STDIN = "-"
 STDIN_NAME = "<stdin>"
@@ -46,6 +43,8 @@ def _yaml_files_below(directory: Path) -> list[Path]:
 
 
 def _deploy_files(paths: list[Path]) -> list[Path]:
+    from omni_deploy.config.deploy_file import looks_like_deploy_file  # only for found files
+
     out = []
     for path in paths:
         try:
@@ -74,6 +73,8 @@ def expand(args: Sequence[str], stdin: TextIO, stdin_filename: str | None = None
                 raise InputError(f"no deploy files (*.yaml, *.yml) in {arg}")
             inputs += [Input(str(f)) for f in files]
         elif not path.exists() and _GLOB_CHARS & set(arg):
+            import glob
+
             matches = [Path(m) for m in sorted(glob.glob(os.path.expanduser(arg), recursive=True))]
             files = _deploy_files([m for m in matches if m.is_file()])
             if not files:
