@@ -2,7 +2,8 @@
 
 vllm-omni resolves a relative `base_config` against the directory of the file that names it
 (never the cwd, never its bundled folder) and has no cycle detection. We follow the same rule,
-detect cycles, and say where a missing base was looked for.
+detect cycles, and say where a missing base was looked for. A chain longer than MAX_CHAIN is
+refused: the bundled files chain two or three deep, and a long chain only costs time.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from omni_deploy.config.merge import MergeReport, merge_documents
 from omni_deploy.config.nodes import Map, Scalar, retag
 from omni_deploy.config.yaml_loader import display_path, load_file
 from omni_deploy.errors import ConfigError, Location
+
+MAX_CHAIN = 32
 
 
 @dataclass
@@ -75,15 +78,25 @@ def resolve_file(path: Path, env: dict[str, str] | None = None, text: str | None
     bases: list[tuple[Path, Map]] = []
     current = path
     requested_by: Scalar | None = None
+    seen: set[str] = set()
     while True:
-        real = current.resolve()
-        if real in [p.resolve() for p in chain]:
+        real = os.path.realpath(current)  # never raises, also not on symlink loops
+        if real in seen:
             names = " -> ".join(display_path(p) for p in [*chain, current])
             assert requested_by is not None
             raise ConfigError(f"base_config cycle: {names}", requested_by.origin.location, code=codes.E111)
-        if requested_by is not None and not current.is_file():
-            raise _missing_base(current, requested_by)
-        doc = load_file(current, env, text if requested_by is None else None)
+        if len(chain) >= MAX_CHAIN:
+            assert requested_by is not None
+            raise ConfigError(
+                f"base_config chain longer than {MAX_CHAIN} files",
+                requested_by.origin.location,
+                code="E113",
+                hint="vllm-omni's bundled files chain two or three deep; flatten the chain",
+            )
+        seen.add(real)
+        doc = (
+            load_file(current, env, text) if requested_by is None else _load_base(current, requested_by, env)
+        )
         chain.append(current)
         documents[current] = doc
         layer = "base" if len(chain) > 1 else "overlay"
@@ -101,6 +114,27 @@ def resolve_file(path: Path, env: dict[str, str] | None = None, text: str | None
     for _, overlay in reversed(bases[:-1]):
         merged = merge_documents(merged, overlay, report)
     return Resolved(path, merged, chain, report, documents)
+
+
+def _load_base(path: Path, requested_by: Scalar, env: dict[str, str] | None) -> Map:
+    """Load a base; a base that cannot be opened is reported where base_config names it."""
+    try:
+        os.lstat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        raise _missing_base(path, requested_by) from None
+    except (OSError, ValueError):
+        pass  # a name too long, no permission: the read below says which
+    try:
+        return load_file(path, env)
+    except ConfigError as error:
+        if error.code != codes.E107.id:
+            raise
+        raise ConfigError(
+            f"base_config {requested_by.value!r}: {error.message}",
+            requested_by.origin.location,
+            code=codes.E107,
+            hint=error.hint,
+        ) from None
 
 
 def _missing_base(path: Path, requested_by: Scalar) -> ConfigError:

@@ -36,10 +36,17 @@ class Origin:
 DEFAULT_ORIGIN = Origin("<default>", 0, 0, "default")
 
 
+class Unresolved(str):
+    """An interpolation written back as the user wrote it (`${oc.env:HF_TOKEN}`), never its value."""
+
+
 @dataclass
 class Scalar:
     value: Any
     origin: Origin
+    # The text as written when the value came from `${oc.env:...}`: shown and rendered instead of
+    # the value, so an environment secret never reaches output, messages or the run directory.
+    expression: str | None = None
 
 
 @dataclass
@@ -99,14 +106,26 @@ def is_falsy(node: Node | None) -> bool:
     return not node.entries
 
 
-def to_plain(node: Node | None) -> Any:
+def to_plain(node: Node | None, unresolved: bool = False) -> Any:
+    """The plain value; with `unresolved`, environment interpolations stay as written."""
     if node is None:
         return None
     if isinstance(node, Scalar):
+        if unresolved and node.expression is not None:
+            return Unresolved(node.expression)
         return node.value
     if isinstance(node, Seq):
-        return [to_plain(item) for item in node.items]
-    return {key: to_plain(entry.node) for key, entry in node.entries.items()}
+        return [to_plain(item, unresolved) for item in node.items]
+    return {key: to_plain(entry.node, unresolved) for key, entry in node.entries.items()}
+
+
+def env_values(node: Node) -> dict[str, str]:
+    """Text of every value that came from the environment -> the expression that stands for it."""
+    out: dict[str, str] = {}
+    for _, leaf in iter_leaves(node):
+        if isinstance(leaf, Scalar) and leaf.expression is not None and leaf.value is not None:
+            out[str(leaf.value)] = leaf.expression
+    return out
 
 
 def from_plain(value: Any, origin: Origin) -> Node:
@@ -122,7 +141,7 @@ def retag(node: Node, layer: str) -> Node:
     """A copy of the tree with every origin's layer set to `layer`."""
     origin = replace(node.origin, layer=layer)
     if isinstance(node, Scalar):
-        return Scalar(node.value, origin)
+        return Scalar(node.value, origin, node.expression)
     if isinstance(node, Seq):
         return Seq([retag(item, layer) for item in node.items], origin)
     return Map(

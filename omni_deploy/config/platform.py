@@ -154,6 +154,7 @@ def apply_platform(merged: Map, platform: str) -> PlatformApplied:
             raise ConfigError(
                 "each stage must be a mapping with a stage_id", stage.origin.location, code=codes.E121
             )
+        _scalar_stage_id(stage)
         stages.append(parse_stage(stage))
     by_id: dict[Hashable, Map] = {to_plain(s.get("stage_id")): s for s in stages}
 
@@ -166,7 +167,7 @@ def apply_platform(merged: Map, platform: str) -> PlatformApplied:
                 ps.origin.location,
                 code=codes.E122,
             )
-        sid = to_plain(ps.get("stage_id"))
+        sid = _scalar_stage_id(ps)
         target = by_id.get(sid)
         if target is None:
             skipped.append(SkippedEntry(platform, sid, ps.origin))
@@ -228,3 +229,13 @@ def loadable_stage(stage: Map) -> Map:
     if kept_extras.entries:
         out.entries["engine_extras"] = Entry(stage.entries["engine_extras"].key_origin, kept_extras)
     return out
+
+
+def _scalar_stage_id(stage: Map) -> Hashable:
+    """A stage_id usable as a key; `stage_id: [1]` is a finding, not a crash."""
+    node = stage.get("stage_id")
+    if not isinstance(node, Scalar):
+        where = node.origin.location if node is not None else stage.origin.location
+        raise ConfigError("stage_id must be an integer", where, code=codes.E123)
+    value: Hashable = node.value
+    return value

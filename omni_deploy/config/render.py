@@ -1,4 +1,8 @@
-"""Write a merged config back out: YAML that vllm-omni loads to the same dict, JSON, or origins."""
+"""Write a merged config back out: YAML that vllm-omni loads to the same dict, JSON, or origins.
+
+Values that came from `${oc.env:...}` are written as the expression (vllm-omni resolves it again
+at start), so a rendered file or a run directory never holds an environment secret.
+"""
 
 from __future__ import annotations
 
@@ -8,12 +12,14 @@ from typing import Any
 
 import yaml
 
-from omni_deploy.config.nodes import Map, Node, Scalar, Seq, iter_leaves, to_plain
+from omni_deploy.config.nodes import Map, Node, Scalar, Seq, Unresolved, iter_leaves, to_plain
 from omni_deploy.config.yaml_loader import OmegaConfLikeDumper
 
 
 def _escape(value: Any) -> Any:
     """Protect literal `${` so OmegaConf does not read it as an interpolation on reload."""
+    if isinstance(value, Unresolved):
+        return value
     if isinstance(value, str):
         return value.replace("${", "\\${")
     if isinstance(value, dict):
@@ -25,7 +31,7 @@ def _escape(value: Any) -> Any:
 
 def to_yaml(node: Node, header: str = "") -> str:
     body = yaml.dump(
-        _escape(to_plain(node)),
+        _escape(to_plain(node, unresolved=True)),
         Dumper=OmegaConfLikeDumper,
         sort_keys=False,
         default_flow_style=False,
@@ -46,7 +52,7 @@ def _json_safe(value: Any) -> Any:
 
 
 def to_json(node: Node) -> str:
-    return json.dumps(_json_safe(to_plain(node)), indent=2)
+    return json.dumps(_json_safe(to_plain(node, unresolved=True)), indent=2)
 
 
 def origins(node: Node) -> dict[str, str]:
@@ -54,7 +60,9 @@ def origins(node: Node) -> dict[str, str]:
 
 
 def to_json_with_origins(node: Node) -> str:
-    return json.dumps({"config": _json_safe(to_plain(node)), "origins": origins(node)}, indent=2)
+    return json.dumps(
+        {"config": _json_safe(to_plain(node, unresolved=True)), "origins": origins(node)}, indent=2
+    )
 
 
 def _scalar_text(value: Any) -> str:
@@ -91,7 +99,7 @@ def _leaf_text(node: Node) -> str:
     if isinstance(node, Seq):
         return "[]"
     assert isinstance(node, Scalar)
-    return _scalar_text(node.value)
+    return _scalar_text(Unresolved(node.expression) if node.expression is not None else node.value)
 
 
 def to_yaml_with_origins(node: Map, header: str = "") -> str:

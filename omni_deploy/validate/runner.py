@@ -6,6 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from omni_deploy.config.nodes import env_values
 from omni_deploy.deployment import Deployment
 from omni_deploy.errors import ConfigError
 from omni_deploy.k8s.check import check_multi_node
@@ -98,5 +99,23 @@ def validate_deployment(deployment: Deployment, options: Options) -> FileReport:
     unique.sort(key=lambda f: (f.file, f.line, f.column, f.code))
     if options.strict:
         unique = [replace(f, severity=ERROR) if f.severity == WARNING else f for f in unique]
-    report.findings = unique
+    report.findings = _without_env_values(unique, env_values(deployment.config))
     return report
+
+
+def _without_env_values(findings: list[Finding], values: dict[str, str]) -> list[Finding]:
+    """Messages show `${oc.env:NAME}`, never its value: a pull request must not be able to print
+    a CI secret by putting it where a number belongs."""
+    if not values:
+        return findings
+    out = []
+    for finding in findings:
+        message, hint = finding.message, finding.hint
+        for value, expression in sorted(values.items(), key=lambda kv: -len(kv[0])):
+            if not value:
+                continue
+            for form in (repr(value), value):
+                message = message.replace(form, expression)
+                hint = hint.replace(form, expression) if hint else hint
+        out.append(replace(finding, message=message, hint=hint))
+    return out
