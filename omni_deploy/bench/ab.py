@@ -123,8 +123,8 @@ def run_ab(
                 raise ProcessExited("vllm bench serve", result.code)
         finally:
             stop(server)
-    rows_b = aggregate(read_dir(result_dir / "b"), "B")
-    rows_a = aggregate(read_dir(result_dir / "a"), "A", baseline=True)
+    rows_b = aggregate(read_dir(result_dir / "b").rounds, "B")
+    rows_a = aggregate(read_dir(result_dir / "a").rounds, "A", baseline=True)
     return as_text(rows_b + rows_a, changes(rows_b, rows_a))
 
 

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from omni_deploy.bench.results import METRICS, Round
+from omni_deploy.bench.results import METRICS, Round, Skipped
 
 
 @dataclass
@@ -151,8 +152,28 @@ def _diff_lines(diffs: list[dict[str, Any]], markdown: bool, names: tuple[str, s
     return lines
 
 
-def as_json(rows: list[Row], diffs: list[dict[str, Any]]) -> str:
+def _finite(value: Any) -> Any:
+    """JSON has no NaN or Infinity: a value that is not finite is written as null."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_finite(v) for v in value]
+    return value
+
+
+def as_json(rows: list[Row], diffs: list[dict[str, Any]], skipped: list[Skipped] | None = None) -> str:
     from omni_deploy.output.json_doc import SCHEMA_VERSION
 
-    data = {"schema_version": SCHEMA_VERSION, "rows": [r.as_dict() for r in _ordered(rows)], "changes": diffs}
-    return json.dumps(data, indent=2)
+    data = {
+        "schema_version": SCHEMA_VERSION,
+        "rows": [r.as_dict() for r in _ordered(rows)],
+        "changes": diffs,
+        "skipped": [{"file": str(s.path), "reason": s.reason} for s in skipped or []],
+    }
+    return json.dumps(_finite(data), indent=2, allow_nan=False)
+
+
+def skipped_lines(skipped: list[Skipped]) -> list[str]:
+    return [f"skipped {s.path}: {s.reason}" for s in skipped]

@@ -9,9 +9,13 @@ errors; vLLM adds max_concurrency and the --metadata pairs at the top level.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from omni_deploy.config.safe_read import read_json
+from omni_deploy.errors import ConfigError
 
 METRICS = (
     "audio_throughput",
@@ -24,8 +28,12 @@ METRICS = (
 SKIPPED_ROLES = ("warmup", "discard")
 
 
+MAX_FILES = 10_000
+MAX_CONCURRENCY = 1_000_000
+
+
 class ResultError(Exception):
-    pass
+    """A result file that cannot be used; the message says why."""
 
 
 @dataclass
@@ -43,57 +51,124 @@ class Round:
         return self.role not in SKIPPED_ROLES
 
 
-def _number(data: dict[str, Any], key: str) -> float | None:
+@dataclass(frozen=True)
+class Skipped:
+    path: Path
+    reason: str
+
+
+@dataclass
+class ResultSet:
+    rounds: list[Round] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)
+
+
+def _shown(value: Any) -> str:
+    text = json.dumps(value) if not isinstance(value, (dict, list)) else type(value).__name__
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _count(data: dict[str, Any], key: str) -> int | None:
+    """A non-negative integer field (a bool, a string or a float is not one); None when absent."""
     value = data.get(key)
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ResultError(f"{key} must be a non-negative integer, not {_shown(value)}")
+    return value
 
 
-def read_round(path: Path) -> Round:
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError) as exc:
-        raise ResultError(f"{path}: not a readable result file ({exc})") from None
+def _real(data: dict[str, Any], key: str, positive: bool = False) -> float | None:
+    """A finite, non-negative (or positive) number; None when absent or null."""
+    value = data.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ResultError(f"{key} must be a number, not {_shown(value)}")
+    number = float(value)
+    if not math.isfinite(number) or number < 0 or (positive and number == 0):
+        bound = "positive" if positive else "non-negative"
+        raise ResultError(f"{key} must be a finite {bound} number, not {_shown(value)}")
+    return number
+
+
+def _concurrency(data: dict[str, Any]) -> int | None:
+    value = data.get("max_concurrency")
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_CONCURRENCY:
+        raise ResultError(
+            f"max_concurrency must be an integer from 1 to {MAX_CONCURRENCY}, not {_shown(value)}"
+        )
+    return value
+
+
+def _failed(data: dict[str, Any]) -> int:
+    failed = _count(data, "failed")
+    if failed is not None:
+        return failed
+    errors = data.get("errors")
+    if errors is None:
+        return 0
+    if not isinstance(errors, list) or not all(isinstance(e, str) or e is None for e in errors):
+        raise ResultError("errors must be a list of strings")
+    return sum(1 for e in errors if e)
+
+
+def parse_round(path: Path, data: Any) -> Round:
+    """Validate every field the report reads: types, finite, ranges (raises ResultError)."""
     if not isinstance(data, dict):
-        raise ResultError(f"{path}: not a benchmark result (top level is not an object)")
-    role = str(data.get("omni_deploy_round") or "")
+        raise ResultError("not a benchmark result (top level is not an object)")
+    role = data.get("omni_deploy_round")
+    if role is not None and not isinstance(role, str):
+        raise ResultError(f"omni_deploy_round must be text, not {_shown(role)}")
     if not role:
         stem = path.stem.lower()
         role = next((r for r in SKIPPED_ROLES if stem.startswith(r)), "measured")
-    concurrency = data.get("max_concurrency")
-    completed = int(data.get("completed") or 0)
-    failed = data.get("failed")
-    if not isinstance(failed, int):
-        errors = data.get("errors") or []
-        failed = sum(1 for e in errors if e) if isinstance(errors, list) else 0
-    duration = _number(data, "duration")
-    audio = _number(data, "total_audio_duration_s")
+    completed = _count(data, "completed")
+    if completed is None:
+        raise ResultError("missing completed (not a vllm bench serve result?)")
+    failed = _failed(data)
+    concurrency = _concurrency(data)
+    duration = _real(data, "duration", positive=True)
+    audio = _real(data, "total_audio_duration_s")
+    throughput = audio / duration if audio is not None and duration else None
     metrics = {
-        "audio_throughput": audio / duration if audio is not None and duration else None,
-        "ttfa_p50_ms": _number(data, "p50_audio_ttfp_ms"),
-        "ttfa_p95_ms": _number(data, "p95_audio_ttfp_ms"),
-        "rtf_mean": _number(data, "mean_audio_rtf"),
-        "request_throughput": _number(data, "request_throughput"),
+        "audio_throughput": throughput if throughput is None or math.isfinite(throughput) else None,
+        "ttfa_p50_ms": _real(data, "p50_audio_ttfp_ms"),
+        "ttfa_p95_ms": _real(data, "p95_audio_ttfp_ms"),
+        "rtf_mean": _real(data, "mean_audio_rtf"),
+        "request_throughput": _real(data, "request_throughput"),
         "output_audio_s": audio,
     }
     problems = [f"missing {name}" for name, value in metrics.items() if value is None]
     if failed:
         problems.append(f"{failed} failed request(s)")
-    return Round(
-        path,
-        int(concurrency) if isinstance(concurrency, int) else None,
-        role,
-        completed,
-        failed,
-        metrics,
-        problems,
-    )
+    return Round(path, concurrency, role, completed, failed, metrics, problems)
 
 
-def read_dir(directory: Path) -> list[Round]:
+def read_round(path: Path) -> Round:
+    try:
+        data = read_json(path, str(path))
+    except ConfigError as exc:
+        raise ResultError(f"not a readable result file ({exc.message})") from None
+    return parse_round(path, data)
+
+
+def read_dir(directory: Path) -> ResultSet:
+    """Every *.json below `directory`: valid rounds, and the files skipped with the reason."""
     if not directory.is_dir():
         raise ResultError(f"{directory}: no such directory")
-    rounds = [read_round(p) for p in sorted(directory.rglob("*.json")) if not p.name.startswith(".")]
-    for r in rounds:
+    found = ResultSet()
+    paths = sorted(p for p in directory.rglob("*.json") if not p.name.startswith("."))
+    if len(paths) > MAX_FILES:
+        raise ResultError(f"{directory}: more than {MAX_FILES} result files; point at one sweep")
+    for path in paths:
+        try:
+            found.rounds.append(read_round(path))
+        except ResultError as exc:
+            found.skipped.append(Skipped(path, str(exc)))
+    for r in found.rounds:
         if r.concurrency is None:
             r.problems.append("no max_concurrency")
-    return rounds
+    return found

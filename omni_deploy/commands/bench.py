@@ -192,27 +192,52 @@ def run(base_url: str, order: str, **kw: Any) -> int:
 )
 def report(directory: Path, baseline: Path | None, plot_path: Path | None, fmt: str) -> int:
     """Summarise saved result files: audio throughput, TTFA p50/p95, RTF, req/s, per concurrency."""
-    from omni_deploy.bench.report import aggregate, as_json, as_markdown, as_text, changes, source_names
+    import importlib.util
+
+    from omni_deploy.bench.report import (
+        aggregate,
+        as_json,
+        as_markdown,
+        as_text,
+        changes,
+        skipped_lines,
+        source_names,
+    )
     from omni_deploy.bench.results import read_dir
 
-    name, base_name = source_names(directory, baseline)
-    rows = aggregate(read_dir(directory), name)
-    base_rows = aggregate(read_dir(baseline), base_name or "baseline", baseline=True) if baseline else []
-    if not rows:
-        raise click.ClickException(f"{directory}: no measured rounds found")
-    diffs = changes(rows, base_rows) if base_rows else []
-    render = {"text": as_text, "json": as_json, "markdown": as_markdown}[fmt]
-    click.echo(render(rows + base_rows, diffs))
-    if plot_path is not None:
+    if plot_path is not None:  # refused before any work, so a bad --plot never costs a report
         if plot_path.suffix not in (".png", ".svg"):
             raise click.BadParameter("use a .png or .svg file", param_hint="--plot")
         if plot_path.exists():
             raise click.ClickException(f"{plot_path} exists; not overwritten")
+        if importlib.util.find_spec("matplotlib") is None:
+            raise click.ClickException(f"plots need matplotlib: {install_hint('plot')}")
+    name, base_name = source_names(directory, baseline)
+    found = read_dir(directory)  # ResultError (no such directory, too many files): exit 1 via cli
+    base = read_dir(baseline) if baseline else None
+    skipped = found.skipped + (base.skipped if base else [])
+    for line in skipped_lines(skipped):
+        click.echo(f"omni-deploy: {line}", err=True)
+    rows = aggregate(found.rounds, name)
+    if not rows:
+        raise click.ClickException(f"{directory}: no valid measured rounds found")
+    base_rows = aggregate(base.rounds, base_name or "baseline", baseline=True) if base else []
+    if base is not None and not base_rows:
+        raise click.ClickException(
+            f"--baseline {baseline}: no valid measured rounds found; nothing to compare"
+        )
+    diffs = changes(rows, base_rows) if base_rows else []
+    if fmt == "json":
+        click.echo(as_json(rows + base_rows, diffs, skipped))
+    else:
+        click.echo({"text": as_text, "markdown": as_markdown}[fmt](rows + base_rows, diffs))
+    if plot_path is not None:
+        from omni_deploy.bench.plot import plot
+
         try:
-            from omni_deploy.bench.plot import plot
-        except ImportError:
-            raise click.ClickException(f"plots need matplotlib: {install_hint('plot')}") from None
-        plot(rows + base_rows, plot_path)
+            plot(rows + base_rows, plot_path)
+        except (OSError, ImportError) as exc:
+            raise click.ClickException(f"cannot write the plot {plot_path}: {exc}") from None
     return 1 if any(r.flagged for r in rows + base_rows) else 0
 
 
