@@ -1,11 +1,32 @@
 from __future__ import annotations
 
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.support.leftovers import kill_all, leftovers, mark_session
+
 ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(__file__).resolve().parent / "data"
+# Set at import, before any test starts a process: every child inherits it.
+SESSION = mark_session()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_process_survives_the_run() -> Iterator[None]:
+    """Fail the run when a test left a process behind (then kill it, so it costs nothing more)."""
+    yield
+    deadline = time.monotonic() + 5  # processes that are stopping get a moment to finish
+    found = leftovers(SESSION)
+    while found and time.monotonic() < deadline:
+        time.sleep(0.2)
+        found = leftovers(SESSION)
+    if found:
+        kill_all(found)
+        listed = "\n".join(f"  pid {pid}: {command}" for pid, command in found)
+        pytest.fail(f"{len(found)} process(es) outlived the test run (killed now):\n{listed}", pytrace=False)
 
 
 @pytest.fixture

@@ -9,13 +9,15 @@ import shlex
 import signal
 import subprocess
 import sys
+import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from omni_deploy.bench.protocol import Step, SweepOptions, plan_sweep
 from omni_deploy.errors import ProcessExited, ReadinessTimeout
-from omni_deploy.serve.supervise import exit_code
+from omni_deploy.serve.ports import PortInUse, check_port_free
+from omni_deploy.serve.supervise import EXIT_SERVER_ERROR, exit_code, served_models
 
 SERVE_OPTIONS = {
     "spk-backend",
@@ -103,21 +105,37 @@ def ab_json(starts: list[Start], result_dir: Path) -> str:
 
 
 def run_ab(
-    starts: list[Start], base_url: str, ready_timeout: float, result_dir: Path, say: Callable[[str], None]
+    starts: list[Start],
+    base_url: str,
+    ready_timeout: float,
+    result_dir: Path,
+    say: Callable[[str], None],
+    model: str | None = None,
 ) -> str:
     """Each start: a fresh server, its sweep, a stop. Returns the report of B against A."""
     from omni_deploy.bench.report import aggregate, as_text, changes
     from omni_deploy.bench.results import read_dir
     from omni_deploy.bench.runner import run_sweep, wait_ready
 
+    address = urllib.parse.urlsplit(base_url)
     for i, start in enumerate(starts, start=1):
         say(f"start {i}/{len(starts)}: source {start.source.upper()} ({start.order})")
+        try:  # never measure someone else's server: the port must be free before each start
+            check_port_free(address.hostname or "127.0.0.1", address.port or 80)
+        except PortInUse as exc:
+            raise PortInUse(f"start {i}: {exc}") from None
         server = subprocess.Popen(start.serve_argv)
         try:
             if not wait_ready(base_url, ready_timeout, alive=functools.partial(_alive, server)):
                 if server.poll() is not None:
                     raise ProcessExited(f"start {i}: the server", exit_code(server.returncode))
                 raise ReadinessTimeout(f"start {i}: the server did not become ready")
+            served = served_models(base_url)
+            if model is not None and (served is None or model not in served):
+                listed = ", ".join(served) if served else "no model list"
+                raise ProcessExited(
+                    f"start {i}: {base_url} serves {listed}, not {model}; the server", EXIT_SERVER_ERROR
+                )
             result = run_sweep(start.steps, start.result_dir, say)
             if result.failed is not None:
                 raise ProcessExited("vllm bench serve", result.code)

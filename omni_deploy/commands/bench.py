@@ -285,5 +285,7 @@ def ab(
         raise click.UsageError(
             "bench ab -o json needs --dry-run; the comparison itself: bench report -o json"
         )
-    click.echo(run_ab(starts, sweep.base_url, kw["ready_timeout"], kw["result_dir"], timed(stderr_say)))
+    click.echo(
+        run_ab(starts, sweep.base_url, kw["ready_timeout"], kw["result_dir"], timed(stderr_say), kw["model"])
+    )
     return 0

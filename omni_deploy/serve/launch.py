@@ -12,6 +12,7 @@ import sys
 from omni_deploy.errors import Interrupted, OmniDeployError, ProcessExited, ReadinessTimeout
 from omni_deploy.serve.plan import LaunchPlan
 from omni_deploy.serve.prepare import Prepared
+from omni_deploy.serve.redact import secret_values
 from omni_deploy.serve.rundir import add_to_record
 from omni_deploy.serve.supervise import Supervisor, local_url
 
@@ -32,6 +33,7 @@ def supervise(
     port: int,
     ready_timeout: float,
     stop_grace: float,
+    expected_model: str | None = None,
 ) -> None:
     """Run the server until it exits; a clean exit returns, anything else raises a mapped error."""
     plan, directory = prepared.plan, prepared.directory
@@ -46,10 +48,14 @@ def supervise(
         ready_timeout,
         stop_grace,
         on_wait=WaitReport("the server to be ready", ready_timeout),
+        expected_model=expected_model,
+        secrets=secret_values(plan.argv, plan.env_changes),
     )
     code = supervisor.run()
     outcome = {"server_code": code, "signals": supervisor.forwarded, "ready_timeout": supervisor.timed_out}
     add_to_record(directory, {"exit": outcome})
+    if supervisor.foreign is not None:
+        raise ProcessExited(f"another server holds the port ({supervisor.foreign}); the server", code)
     if supervisor.timed_out:
         raise ReadinessTimeout(
             f"the server was not ready after {ready_timeout:g} s; run record in {directory}"

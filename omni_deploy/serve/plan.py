@@ -48,8 +48,16 @@ class LaunchPlan:
     env_changes: dict[str, str | None]  # None: removed from the environment
     speaker: SpeakerDecision
 
+    @property
+    def shown_argv(self) -> list[str]:
+        """The argv as printed and recorded: secret pass-through values redacted."""
+        from omni_deploy.serve.redact import redact_argv
+
+        return redact_argv(self.argv)
+
     def shell(self) -> str:
-        return shlex.join(self.argv)
+        """The command line to show (secrets redacted); the process gets `argv` itself."""
+        return shlex.join(self.shown_argv)
 
     def child_env(self, base: dict[str, str]) -> dict[str, str]:
         env = dict(base)
@@ -151,7 +159,7 @@ def plan_record(plan: LaunchPlan, extra: dict[str, Any]) -> dict[str, Any]:
     from omni_deploy.serve.redact import redact_env
 
     return {
-        "argv": plan.argv,
+        "argv": plan.shown_argv,
         "command": plan.shell(),
         "env": redact_env(plan.env_changes),
         "speaker": plan.speaker.as_dict() | {"platform": plan.speaker.platform},

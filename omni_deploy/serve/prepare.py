@@ -147,7 +147,7 @@ def dry_run_text(prepared: Prepared, fmt: str, platform: str = "") -> str:
         from omni_deploy.output.json_doc import dumps
 
         out = {
-            "argv": plan.argv,
+            "argv": plan.shown_argv,
             "env": redact_env(plan.env_changes),
             "config": config,
             "run_dir": str(prepared.directory) if prepared.directory is not None else None,

@@ -13,6 +13,7 @@ from omni_deploy.errors import OmniDeployError
 from omni_deploy.host import detect_platform, probe_host
 from omni_deploy.knowledge.versions import default_target_version
 from omni_deploy.serve.launch import exec_server, supervise
+from omni_deploy.serve.ports import check_port_free
 from omni_deploy.serve.prepare import ServeRequest, check, dry_run_text, prepare, refusal_lines
 from omni_deploy.validate.report import text as report_text
 
@@ -59,6 +60,8 @@ def run_serve(asked: ServeRequest, echo: Echo) -> int:
     if refused:
         return 1
     plan, decision = prepared.plan, prepared.decision
+    if "--headless" not in request.launch.passthrough:  # a headless node serves no API port
+        check_port_free(request.launch.host, request.launch.port)
     child_env = plan.child_env(env)
     echo(f"omni-deploy: {plan.shell()}", False)
     echo(
@@ -67,6 +70,7 @@ def run_serve(asked: ServeRequest, echo: Echo) -> int:
     )
     if request.no_wait:
         exec_server(plan, child_env)
+    headless = "--headless" in request.launch.passthrough
     supervise(
         prepared,
         child_env,
@@ -74,5 +78,7 @@ def run_serve(asked: ServeRequest, echo: Echo) -> int:
         request.launch.port,
         request.ready_timeout,
         request.stop_grace,
+        # /v1/models must list this once /health answers (a headless node serves no API)
+        None if headless else request.launch.served_model_name or request.launch.model,
     )
     return 0

@@ -133,8 +133,11 @@ def test_no_wait_replaces_the_process(serve_env: dict[str, str], tmp_path: Path)
 
 
 def _run(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "omni_deploy", "serve", *args], env=env, cwd=ROOT,
-                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    # A free port, never the default 8091: should a refusal regress, the server it starts must not
+    # collide with anything; serve's watchdog stops it when the timeout kills omni-deploy.
+    port = () if "--port" in args else ("--port", str(free_port()))
+    return subprocess.run([sys.executable, "-m", "omni_deploy", "serve", args[0], *port, *args[1:]], env=env,
+                          cwd=ROOT, capture_output=True, text=True, timeout=60)  # fmt: skip
 
 
 def test_preflight_refuses_validation_errors(serve_env: dict[str, str], tmp_path: Path) -> None:
