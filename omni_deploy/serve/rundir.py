@@ -87,5 +87,7 @@ def add_to_record(run_dir: Path, fields: dict[str, Any]) -> None:
     record = json.loads(path.read_text(encoding="utf-8"))
     record.update(fields)
     partial = path.with_name(path.name + ".partial")
-    partial.write_text(json.dumps(record, indent=2, default=str) + "\n", encoding="utf-8")
+    fd = open_private(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+    with open(fd, "w", encoding="utf-8") as handle:
+        handle.write(json.dumps(record, indent=2, default=str) + "\n")
     os.replace(partial, path)
