@@ -90,7 +90,7 @@ def resolve_file(path: Path, env: dict[str, str] | None = None, text: str | None
             raise ConfigError(
                 f"base_config chain longer than {MAX_CHAIN} files",
                 requested_by.origin.location,
-                code="E113",
+                code=codes.E113,
                 hint="vllm-omni's bundled files chain two or three deep; flatten the chain",
             )
         seen.add(real)

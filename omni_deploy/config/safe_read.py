@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from omni_deploy import codes
+from omni_deploy.codes import Code
 from omni_deploy.errors import ConfigError, Location
 
 # Deploy files and benchmark results are a few KiB; PyYAML reads about 1 MiB/s.
@@ -36,7 +37,7 @@ def _kind(mode: int) -> str:
     return "not a regular file"
 
 
-def _refuse(name: str, why: str, code: str = "E107") -> ConfigError:
+def _refuse(name: str, why: str, code: Code = codes.E107) -> ConfigError:
     return ConfigError(f"cannot read {name}: {why}", Location(name), code=code)
 
 
@@ -59,7 +60,7 @@ def read_bytes(path: Path, name: str | None = None, limit: int = MAX_FILE_BYTES)
         if not stat.S_ISREG(info.st_mode):
             raise _refuse(name, f"it is {_kind(info.st_mode)}; only regular files are read")
         if info.st_size > limit:
-            raise _refuse(name, f"it has {info.st_size} bytes; the limit is {limit}", code="E109")
+            raise _refuse(name, f"it has {info.st_size} bytes; the limit is {limit}", code=codes.E109)
         chunks = []
         size = 0
         while True:
@@ -68,7 +69,7 @@ def read_bytes(path: Path, name: str | None = None, limit: int = MAX_FILE_BYTES)
                 break
             size += len(chunk)
             if size > limit:
-                raise _refuse(name, f"it has more than {limit} bytes", code="E109")
+                raise _refuse(name, f"it has more than {limit} bytes", code=codes.E109)
             chunks.append(chunk)
     except OSError as exc:
         raise _refuse(name, exc.strerror or str(exc)) from None
@@ -88,7 +89,7 @@ def decode_utf8(data: bytes, name: str) -> str:
         raise ConfigError(
             f"not UTF-8: byte 0x{data[exc.start]:02x} cannot start or continue a character",
             Location(name, line, column),
-            code="E108",
+            code=codes.E108,
             hint="save the file as UTF-8",
         ) from None
     return text.removeprefix("\ufeff")
@@ -127,12 +128,12 @@ def parse_json(text: str, name: str, max_depth: int = MAX_JSON_DEPTH) -> Any:
         ) from None
     except RecursionError:
         raise ConfigError(
-            f"JSON nested deeper than {max_depth} levels", Location(name), code="E109"
+            f"JSON nested deeper than {max_depth} levels", Location(name), code=codes.E109
         ) from None
     except ValueError as exc:  # NaN/Infinity, or an integer beyond Python's digit limit
         raise ConfigError(f"not valid JSON: {exc}", Location(name), code=codes.E101) from None
     if _depth(value) > max_depth:
-        raise ConfigError(f"JSON nested deeper than {max_depth} levels", Location(name), code="E109")
+        raise ConfigError(f"JSON nested deeper than {max_depth} levels", Location(name), code=codes.E109)
     return value
 
 

@@ -168,7 +168,7 @@ class _Builder:
         return ConfigError(
             f"integer {shown} is beyond 64 bits",
             self.origin(node).location,
-            code="E114",
+            code=codes.E114,
             hint="vllm-omni's numeric settings are 64-bit at most",
         )
 
@@ -191,7 +191,7 @@ class _Builder:
             raise ConfigError(
                 f"number {str(node.value)[:40]!r} is too large for a float",
                 self.origin(node).location,
-                code="E114",
+                code=codes.E114,
             )
         if isinstance(value, str):
             try:
@@ -200,7 +200,7 @@ class _Builder:
                 raise ConfigError(
                     f"text holds a lone surrogate (U+{ord(value[exc.start]):04X}), which is not a character",
                     self.origin(node).location,
-                    code="E108",
+                    code=codes.E108,
                 ) from None
         return value
 
@@ -298,7 +298,7 @@ def parse_text(text: str, file: str) -> Map:
             if isinstance(exc.character, int)
             else f"unreadable character: {exc.reason}",
             Location(file, line, column),
-            code="E108",
+            code=codes.E108,
             hint="remove it, or write it as an escape inside a double-quoted string",
         ) from None
     try:
@@ -311,12 +311,12 @@ def parse_text(text: str, file: str) -> Map:
             raise ConfigError(
                 f"too complex to load: {exc.message}",
                 _mark_location(file, exc.mark),
-                code="E109",
+                code=codes.E109,
                 hint="deploy files are small; this looks generated or hostile",
             ) from None
         except RecursionError:
             raise ConfigError(
-                "too complex to load: nesting or aliases recurse too deep", Location(file), code="E109"
+                "too complex to load: nesting or aliases recurse too deep", Location(file), code=codes.E109
             ) from None
         except yaml.MarkedYAMLError as exc:
             mark = exc.problem_mark or exc.context_mark
