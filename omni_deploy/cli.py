@@ -8,6 +8,8 @@ Command modules are imported lazily so that `validate` and `render` never pay fo
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import importlib
 import os
 import sys
@@ -124,21 +126,51 @@ def main(argv: list[str] | None = None) -> int:
         # Output piped into `head` and friends: not an error of ours.
         sys.stderr.close()
         return EXIT_OK
+    except OSError as exc:
+        if exc.errno not in _OUTPUT_ERRNOS:
+            return _internal(exc)
+        # stdout on a full disk (or a dead terminal): say so where we still can, never a traceback.
+        with contextlib.suppress(OSError):
+            click.echo(f"omni-deploy: error: cannot write output: {exc.strerror}", err=True)
+        _quiet_stdout()
+        return EXIT_FINDINGS
     except Exception as exc:
-        code = exit_code_of(exc)
-        if code != EXIT_INTERNAL:
-            click.echo(f"omni-deploy: error: {exc}", err=True)
-            return code
-        if os.environ.get("OMNI_DEPLOY_DEBUG"):
-            raise
-        click.echo(
-            f"omni-deploy: internal error: {type(exc).__name__}: {exc}\n"
-            "Please report this; set OMNI_DEPLOY_DEBUG=1 for the traceback.",
-            err=True,
-        )
-        return EXIT_INTERNAL
+        return _internal(exc)
     return int(result) if isinstance(result, int) else EXIT_OK
 
 
+def _internal(exc: Exception) -> int:
+    code = exit_code_of(exc)
+    if code != EXIT_INTERNAL:
+        click.echo(f"omni-deploy: error: {exc}", err=True)
+        return code
+    if os.environ.get("OMNI_DEPLOY_DEBUG"):
+        raise exc
+    click.echo(
+        f"omni-deploy: internal error: {type(exc).__name__}: {exc}\n"
+        "Please report this; set OMNI_DEPLOY_DEBUG=1 for the traceback.",
+        err=True,
+    )
+    return EXIT_INTERNAL
+
+
+_OUTPUT_ERRNOS = {errno.ENOSPC, errno.EIO, errno.EDQUOT, errno.EFBIG}
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's final flush cannot fail again (exit 120)."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+
+
 def run() -> None:
-    sys.exit(main())
+    code = main()
+    try:
+        sys.stdout.flush()
+    except OSError as exc:  # buffered output that only the final flush found no room for
+        with contextlib.suppress(OSError):
+            click.echo(f"omni-deploy: error: cannot write output: {exc.strerror}", err=True)
+        _quiet_stdout()
+        code = code or EXIT_FINDINGS
+    sys.exit(code)

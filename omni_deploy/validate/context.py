@@ -44,15 +44,32 @@ class Context:
 
 
 def model_shape_from_config(path: Path) -> ModelShape:
-    """Bytes per Talker token from a MiniCPM-o config.json (its `tts_config`)."""
-    import json
+    """Bytes per Talker token from a MiniCPM-o config.json (its `tts_config`); ValueError says
+    what is wrong with a file that cannot give it (read through the guarded JSON reader)."""
+    from omni_deploy.config.safe_read import read_json
+    from omni_deploy.errors import ConfigError
 
-    data = json.loads(path.read_text())
-    tts = data.get("tts_config", data)
-    layers = int(tts["num_hidden_layers"])
-    heads = int(tts["num_attention_heads"])
-    kv_heads = int(tts.get("num_key_value_heads") or heads)
-    head_dim = int(tts.get("head_dim") or int(tts["hidden_size"]) // heads)
+    try:
+        data = read_json(path)
+    except ConfigError as exc:
+        raise ValueError(str(exc)) from None
+    tts = data.get("tts_config", data) if isinstance(data, dict) else None
+    if not isinstance(tts, dict):
+        raise ValueError("expected a JSON object with the model's tts_config")
+
+    def positive(key: str, fallback: int | None = None) -> int:
+        value = tts.get(key) or fallback
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= 2**20:
+            raise ValueError(f"tts_config.{key} must be a positive integer, not {value!r}")
+        return value
+
+    layers = positive("num_hidden_layers")
+    heads = positive("num_attention_heads")
+    kv_heads = positive("num_key_value_heads", heads)
+    hidden = tts.get("hidden_size")
+    head_dim = positive(
+        "head_dim", hidden // heads if isinstance(hidden, int) and not isinstance(hidden, bool) else None
+    )
     dtype = str(tts.get("torch_dtype") or data.get("torch_dtype") or "bfloat16")
     width = 4 if "32" in dtype else 2
     return ModelShape(2 * layers * kv_heads * head_dim * width, f"{path} (tts_config)")

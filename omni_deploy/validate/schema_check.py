@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from functools import cache
 from typing import Any
 
@@ -14,16 +15,32 @@ from omni_deploy.validate.findings import Finding, at
 _LEFT_TO_OTHER_CHECKS = {"additionalProperties", "propertyNames"}
 
 
+def _not_finite(instance: Any) -> bool:
+    return isinstance(instance, float) and not math.isfinite(instance)
+
+
 @cache
 def _validator(definition: str | None = None) -> Any:
-    from jsonschema import Draft202012Validator
+    from jsonschema import Draft202012Validator, ValidationError, validators
 
     from omni_deploy.knowledge.schema import build_schema
 
+    plain_type = Draft202012Validator.VALIDATORS["type"]
+
+    def finite_type(validator: Any, types: Any, instance: Any, schema: Any) -> Any:
+        # NaN compares false with every bound and infinity passes a lone minimum: a number field
+        # holding either is refused here, before bounds that cannot see it.
+        kinds = types if isinstance(types, list) else [types]
+        if _not_finite(instance) and ("number" in kinds or "integer" in kinds):
+            yield ValidationError(f"{instance!r} is not a finite number")
+            return
+        yield from plain_type(validator, types, instance, schema)
+
+    strict = validators.extend(Draft202012Validator, {"type": finite_type})
     schema = build_schema()
     if definition is not None:
         schema = {**schema["$defs"][definition], "$defs": schema["$defs"]}
-    return Draft202012Validator(schema)
+    return strict(schema)
 
 
 def check_schema(ctx: Context) -> list[Finding]:
@@ -54,6 +71,8 @@ def _errors(ctx: Context, validator: Any, prefix: list[Any]) -> list[Finding]:
 
 
 def _message(error: Any) -> str:
+    if error.validator == "type" and _not_finite(error.instance):
+        return f"{error.instance!r} is not a finite number (NaN and infinity are refused)"
     if error.validator == "type":
         expected = error.validator_value
         kinds = " or ".join(expected) if isinstance(expected, list) else expected

@@ -104,7 +104,7 @@ def test_plot_ticks_title_and_labels() -> None:
     from omni_deploy.bench.report import aggregate
     from omni_deploy.bench.results import read_dir
 
-    rows = aggregate(read_dir(DATA / "candidate"), "candidate")
+    rows = aggregate(read_dir(DATA / "candidate").rounds, "candidate")
     fig = figure(rows, "main vs PR")
     try:
         measured = sorted({r.concurrency for r in rows})

@@ -47,9 +47,13 @@ def test_only_regular_files_are_read(kind: str, tmp_path: Path, capsys: pytest.C
     if kind == "fifo":
         target = tmp_path / "pipe.yaml"
         os.mkfifo(target)  # reading it would block forever
-    elif kind == "directory":
+    elif kind == "directory":  # validate takes a directory as its *.yaml files: ask the loader
         target = tmp_path / "dir.yaml"
         target.mkdir()
+        with pytest.raises(ConfigError) as caught:
+            resolve_file(target)
+        assert caught.value.code == "E107" and "directory" in caught.value.message
+        return
     elif kind == "device":
         target = Path("/dev/zero")  # never ends
     else:
@@ -144,3 +148,37 @@ def test_json_reads_are_guarded(text: str, code: str, tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as caught:
         read_json(path)
     assert caught.value.code == code
+
+
+@pytest.mark.parametrize(
+    ("text", "word"),
+    [("[]", "tts_config"), ('{"num_hidden_layers": 2, "num_attention_heads": 0, "hidden_size": 64}', "num_attention_heads"),
+     ('{"num_hidden_layers": true, "num_attention_heads": 2, "hidden_size": 64}', "num_hidden_layers"),
+     ("[" * 100000 + "]" * 100000, "nested"), ('{"a": NaN}', "NaN")],
+    ids=["list", "zero-heads", "bool-layers", "deep", "nan"],
+)  # fmt: skip
+def test_a_bad_model_config_is_a_usage_message(
+    text: str, word: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "config.json"
+    config.write_text(text)
+    result = run_cli(capsys, "validate", "--model-config", str(config))
+    assert result.code == 2, result.err
+    assert word in result.err and "internal error" not in result.err
+
+
+def test_stdout_on_a_full_disk_is_a_message(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    if not Path("/dev/full").exists():
+        pytest.skip("no /dev/full here")
+    root = Path(__file__).resolve().parents[2]
+    with open("/dev/full", "w") as full:
+        done = subprocess.run(
+            [sys.executable, "-m", "omni_deploy", "render"], stdout=full, stderr=subprocess.PIPE,
+            text=True, cwd=root, timeout=60, env={**os.environ, "PYTHONPATH": str(root)},
+        )  # fmt: skip
+    assert done.returncode == 1, done.stderr
+    assert "cannot write output: No space left on device" in done.stderr
+    assert "Traceback" not in done.stderr

@@ -209,18 +209,22 @@ def stat_mode(path: Path) -> int:
     return path.stat().st_mode & 0o777
 
 
-@pytest.mark.parametrize("where", ["/dev/null/x", "file"])
-def test_a_run_dir_that_cannot_be_made_is_a_message(where: str, serve_env, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    env = dict(serve_env)
-    if where == "file":
-        (tmp_path / "cachefile").write_text("")
-        env["XDG_CACHE_HOME"] = str(tmp_path / "cachefile")  # the cache directory is a file
-        extra: list[str] = []
-    else:
-        extra = ["--run-dir", where]
+def test_a_run_dir_that_cannot_be_made_is_a_message(serve_env, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     done = subprocess.run(
-        [sys.executable, "-m", "omni_deploy", "serve", BENCH, "--platform", "cuda", "--dry-run", *extra],
-        env=env, cwd=ROOT, capture_output=True, text=True, timeout=60,
+        [sys.executable, "-m", "omni_deploy", "serve", BENCH, "--platform", "cuda", "--dry-run",
+         "--run-dir", "/dev/null/x"],
+        env=serve_env, cwd=ROOT, capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert done.returncode == 1, done.stderr
     assert "cannot create the run directory" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_a_cache_directory_that_is_a_file_is_a_message(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from omni_deploy.serve.rundir import RunDirError, make_run_dir
+
+    (tmp_path / "cachefile").write_text("")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cachefile"))
+    with pytest.raises(RunDirError, match="cannot create the run directory"):
+        make_run_dir(None)

@@ -59,4 +59,6 @@ HOSTILE_YAML: dict[str, tuple[bytes, str]] = {
     "syntax_error": (b"a: [1, 2\n", "E101"),
     "top_level_list": (b"- 1\n", "E104"),
     "stage_id_list": (b"stages:\n  - stage_id: [1]\n", "E123"),
+    "nan_where_a_bound_is": ((STAGE + "    gpu_memory_utilization: .nan\n").encode(), "E201"),
+    "infinity_where_a_bound_is": ((STAGE + "    gpu_memory_utilization: .inf\n").encode(), "E201"),
 }
