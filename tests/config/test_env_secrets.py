@@ -44,7 +44,7 @@ def test_render_writes_the_expression(
     assert SECRET not in result.out + result.err
     assert "${oc.env:CI_SECRET_TOKEN}" in result.out
     if args == ("-o", "json"):
-        assert json.loads(result.out)["copy"] == "Bearer ${oc.env:CI_SECRET_TOKEN} for x"
+        assert json.loads(result.out)["config"]["copy"] == "Bearer ${oc.env:CI_SECRET_TOKEN} for x"
 
 
 def test_rendered_yaml_resolves_to_the_same_values(
