@@ -1,25 +1,29 @@
-"""The environment contract between `omni-deploy serve` and the vLLM plugin in the server.
+"""The vocabulary `omni-deploy serve`, explain and the vLLM plugin share: backend names and the
+environment variables of the speaker path.
 
-Kept in a module of its own with no imports, so the plugin, serve and explain agree on it.
+Every name is defined once, in `omni_deploy.speaker_rules` (the rule table the plugin applies in the
+server, standard library only); this module re-exports them under the names the CLI side uses and
+adds the CLI's --spk-backend parsing.
 """
 
 from __future__ import annotations
 
-from typing import Literal
+from omni_deploy.speaker_rules import BACKENDS, CPU_ORT, CUDA_TORCH, TENSORRT, Backend
+from omni_deploy.speaker_rules import ENV_BACKEND as SPK_BACKEND
+from omni_deploy.speaker_rules import ENV_TF32 as SPK_TF32
+from omni_deploy.speaker_rules import ENV_TRT as VLLM_OMNI_TRT
 
-# cuda-torch | cpu-onnxruntime | tensorrt. Unset: the plugin stays inert.
-SPK_BACKEND = "OMNI_DEPLOY_SPK_BACKEND"
-# 1 | 0: matmul TF32 for CAM++ on CUDA (token2wav_allow_tf32).
-SPK_TF32 = "OMNI_DEPLOY_SPK_TF32"
-# vllm-omni's own switch for TensorRT in MiniCPM-o's Code2Wav.
-VLLM_OMNI_TRT = "MINICPMO_TOKEN2WAV_TRT"
-
-# The speaker-embedding backends, named once: serve's --spk-backend, explain, the plugin, resolve.
-Backend = Literal["cuda-torch", "cpu-onnxruntime", "tensorrt"]
-CUDA_TORCH: Backend = "cuda-torch"
-CPU_ORT: Backend = "cpu-onnxruntime"
-TENSORRT: Backend = "tensorrt"
-BACKENDS: tuple[Backend, ...] = (CUDA_TORCH, CPU_ORT, TENSORRT)
+__all__ = [
+    "BACKENDS",
+    "CPU_ORT",
+    "CUDA_TORCH",
+    "SPK_BACKEND",
+    "SPK_TF32",
+    "TENSORRT",
+    "VLLM_OMNI_TRT",
+    "Backend",
+    "backend_choice",
+]
 
 
 def backend_choice(name: str) -> Backend | None:

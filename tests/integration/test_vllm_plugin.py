@@ -5,7 +5,8 @@ it). MiniCPM-o's real Code2Wav cannot build its backend here (it needs the model
 weights), so `_build_backend` is replaced by a stand-in that gives the real Code2Wav class a real
 `StepAudio2Token2WavCore` whose CAM++ is an ONNX Runtime session configured as vllm-omni configures
 it. Everything the plugin touches (the class, the core, `_forward_spk_embedding`) is vllm-omni's.
-The CPU stands in for CUDA (OMNI_DEPLOY_SPK_ALLOW_CPU=1).
+The CPU stands in for CUDA (OMNI_DEPLOY_SPK_ALLOW_CPU=1). test_code2wav_stage.py runs the real
+`_build_backend` in a spawned stage process.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from vllm_omni.model_executor.models.step_audio2 import step_audio2_token2wav as
 
 from omni_deploy.integrations import vllm_plugin
 from omni_deploy.speaker.encoder import SpeakerEncoder
+from omni_deploy.speaker_rules import LOGGER_NAME, REPORT_MARK
 
 pytestmark = pytest.mark.vllm
 
@@ -64,7 +66,8 @@ def plugin(monkeypatch: pytest.MonkeyPatch) -> SimpleNamespace:
         object.__setattr__(self, "backend", SimpleNamespace(_token2wav=SimpleNamespace(_core=state.core)))
 
     monkeypatch.setattr(c2w.MiniCPMO45Code2Wav, "_build_backend", build_backend)
-    monkeypatch.setenv("OMNI_DEPLOY_SPK_BACKEND", "cuda-torch")
+    monkeypatch.delenv("OMNI_DEPLOY_SPK_BACKEND", raising=False)
+    monkeypatch.delenv("MINICPMO_TOKEN2WAV_TRT", raising=False)
     monkeypatch.setenv("OMNI_DEPLOY_SPK_ALLOW_CPU", "1")
     monkeypatch.setattr(vllm_plugin, "_warned", set())
     return state
@@ -75,15 +78,24 @@ def messages() -> list[str]:
     records: list[str] = []
     handler = logging.Handler()
     handler.emit = lambda record: records.append(record.getMessage())  # type: ignore[method-assign]
-    logger = logging.getLogger("omni_deploy.vllm_plugin")
+    logger = logging.getLogger(LOGGER_NAME)
     logger.addHandler(handler)
     logger.setLevel(logging.INFO)
     yield records
     logger.removeHandler(handler)
 
 
-def _code2wav() -> Any:
-    return c2w.MiniCPMO45Code2Wav.__new__(c2w.MiniCPMO45Code2Wav)
+def _code2wav(extra: dict[str, Any] | None = None) -> Any:
+    """The real Code2Wav class, carrying only the config vllm-omni's `_extra_config` reads."""
+    code2wav = c2w.MiniCPMO45Code2Wav.__new__(c2w.MiniCPMO45Code2Wav)
+    model_config = SimpleNamespace(stage_connector_config={"name": "x", "extra": extra or {}}, stage_id=2)
+    object.__setattr__(code2wav, "vllm_config", SimpleNamespace(model_config=model_config))
+    return code2wav
+
+
+def _encoder(core: Any) -> SpeakerEncoder | None:
+    model = core._spk_model
+    return model.encoder if isinstance(model, vllm_plugin.GuardedSpeakerModel) else None
 
 
 def _features(frames: int = 300) -> torch.Tensor:
@@ -115,22 +127,96 @@ def test_active_plugin_gives_minicpmo_the_encoder_with_the_same_embedding(
     vllm_plugin.register()
     code2wav = _code2wav()
     code2wav._build_backend()
-    assert isinstance(plugin.core._spk_model, SpeakerEncoder)
+    assert isinstance(_encoder(plugin.core), SpeakerEncoder)
     after = plugin.core._forward_spk_embedding(feat)  # the same vllm-omni method, now through the encoder
     assert tuple(after.shape) == (1, 192) and after.device == plugin.core.device
     assert np.abs(_normalised(after) - _normalised(before)).max() <= 1e-5
-    assert any("speaker embedding runs in torch on cpu" in m for m in messages)
+    (line,) = [m for m in messages if m.startswith(REPORT_MARK)]
+    assert "stage=2 backend=cuda-torch device=cpu" in line and "replaced=onnxruntime-cpu" in line
+    assert "decided-by=token2wav_device_spk(default)" in line and "campplus.onnx" in line
 
 
-def test_inactive_plugin_changes_nothing(
+def test_the_encoder_falls_back_per_call_then_for_good(
+    plugin: SimpleNamespace, model_dir: Path, messages: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    plugin.core = _core(model_dir)
+    feat = _features()
+    expected = _normalised(plugin.core._forward_spk_embedding(feat))
+    vllm_plugin.register()
+    _code2wav()._build_backend()
+    guard = plugin.core._spk_model
+    assert isinstance(guard, vllm_plugin.GuardedSpeakerModel) and guard.limit == 3
+
+    def broken(feat: torch.Tensor) -> torch.Tensor:
+        raise RuntimeError("CUDA error: an illegal memory access was encountered")
+
+    monkeypatch.setattr(guard, "encoder", broken)
+    for calls in (1, 2):
+        out = plugin.core._forward_spk_embedding(feat)  # answered by the ONNX Runtime session kept
+        assert np.abs(_normalised(out) - expected).max() <= 1e-6
+        assert guard.failures == calls and guard.fallback_calls == calls and not guard.retired
+    assert sum("this call falls back" in m for m in messages) == 1  # rate-limited
+    plugin.core._forward_spk_embedding(feat)
+    assert guard.retired and isinstance(plugin.core._spk_model, onnxruntime.InferenceSession)
+    assert sum("switched to ONNX Runtime on the CPU for good" in m for m in messages) == 1
+    assert np.abs(_normalised(plugin.core._forward_spk_embedding(feat)) - expected).max() <= 1e-6
+
+
+def test_a_success_resets_the_consecutive_count(
     plugin: SimpleNamespace, model_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.delenv("OMNI_DEPLOY_SPK_BACKEND")
+    monkeypatch.setenv("OMNI_DEPLOY_SPK_MAX_FAILURES", "2")
     plugin.core = _core(model_dir)
     vllm_plugin.register()
-    assert not getattr(c2w.MiniCPMO45Code2Wav._build_backend, "_omni_deploy_campplus", False)
     _code2wav()._build_backend()
+    guard = plugin.core._spk_model
+    working = guard.encoder
+    state = {"fail": True}
+
+    def flaky(feat: torch.Tensor) -> torch.Tensor:
+        if state["fail"]:
+            raise torch.OutOfMemoryError("CUDA out of memory")
+        return working(feat)
+
+    monkeypatch.setattr(guard, "encoder", flaky)
+    plugin.core._forward_spk_embedding(_features())
+    state["fail"] = False
+    plugin.core._forward_spk_embedding(_features())
+    state["fail"] = True
+    plugin.core._forward_spk_embedding(_features())
+    assert guard.failures == 2 and guard.consecutive == 1 and not guard.retired
+
+
+def test_device_spk_false_in_the_stage_config_keeps_onnx_runtime(
+    plugin: SimpleNamespace, model_dir: Path, messages: list[str]
+) -> None:
+    plugin.core = _core(model_dir)
+    vllm_plugin.register()
+    _code2wav({"token2wav_device_spk": False})._build_backend()
     assert isinstance(plugin.core._spk_model, onnxruntime.InferenceSession)
+    (line,) = [m for m in messages if m.startswith(REPORT_MARK)]
+    assert "backend=cpu-onnxruntime" in line and "decided-by=token2wav_device_spk" in line
+
+
+def test_the_environment_override_beats_the_file(
+    plugin: SimpleNamespace, model_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OMNI_DEPLOY_SPK_BACKEND", "cpu-onnxruntime")
+    plugin.core = _core(model_dir)
+    vllm_plugin.register()
+    _code2wav({"token2wav_device_spk": True})._build_backend()
+    assert isinstance(plugin.core._spk_model, onnxruntime.InferenceSession)
+
+
+def test_tf32_comes_from_the_stage_config(
+    plugin: SimpleNamespace, model_dir: Path, messages: list[str]
+) -> None:
+    plugin.core = _core(model_dir)
+    vllm_plugin.register()
+    _code2wav({"token2wav_allow_tf32": False})._build_backend()
+    assert _encoder(plugin.core) is not None
+    (line,) = [m for m in messages if m.startswith(REPORT_MARK)]
+    assert "tf32=off:token2wav_allow_tf32 " in line
 
 
 def test_tensorrt_selected_is_left_alone(plugin: SimpleNamespace, model_dir: Path) -> None:
@@ -147,7 +233,7 @@ def test_a_step_audio2_core_is_untouched(plugin: SimpleNamespace, model_dir: Pat
     other = _core(model_dir)  # Step-Audio2 builds its own core; nothing routes it through MiniCPM-o
     vllm_plugin.register()
     _code2wav()._build_backend()
-    assert isinstance(plugin.core._spk_model, SpeakerEncoder)
+    assert isinstance(_encoder(plugin.core), SpeakerEncoder)
     assert isinstance(other._spk_model, onnxruntime.InferenceSession)
 
 
@@ -167,6 +253,7 @@ def test_cuda_is_required_unless_forced(
     plugin: SimpleNamespace, model_dir: Path, monkeypatch: pytest.MonkeyPatch, messages: list[str]
 ) -> None:
     monkeypatch.delenv("OMNI_DEPLOY_SPK_ALLOW_CPU")
+    monkeypatch.setenv("OMNI_DEPLOY_SPK_BACKEND", "cuda-torch")  # asked for by name: a warning
     plugin.core = _core(model_dir)
     vllm_plugin.register()
     _code2wav()._build_backend()
@@ -183,13 +270,17 @@ def test_installing_twice_is_harmless(plugin: SimpleNamespace) -> None:
 
 
 def test_stands_aside_when_vllm_omni_reads_device_spk(
-    plugin: SimpleNamespace, monkeypatch: pytest.MonkeyPatch, messages: list[str]
+    plugin: SimpleNamespace, model_dir: Path, monkeypatch: pytest.MonkeyPatch, messages: list[str]
 ) -> None:
     monkeypatch.setattr(vllm_plugin, "reads_device_spk_itself", lambda module: True)
+    plugin.core = _core(model_dir)
     vllm_plugin.register()
     vllm_plugin.register()
-    assert not getattr(c2w.MiniCPMO45Code2Wav._build_backend, "_omni_deploy_campplus", False)
-    assert sum("standing aside" in m for m in messages) == 1
+    _code2wav()._build_backend()
+    assert isinstance(plugin.core._spk_model, onnxruntime.InferenceSession)
+    assert sum("stands aside" in m for m in messages) == 1
+    (line,) = [m for m in messages if m.startswith(REPORT_MARK)]
+    assert "decided-by=vllm-omni" in line
 
 
 def test_an_incompatible_vllm_omni_is_refused(
