@@ -9,16 +9,16 @@ from __future__ import annotations
 
 import importlib.metadata
 import importlib.util
+import os
 import shutil
 import subprocess
+import sys
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from omni_deploy.bundled import installed_version, installed_vllm_omni_dir
 from omni_deploy.knowledge.versions import MAIN, major_minor
-
-PLUGIN_GROUP = "vllm.general_plugins"
-PLUGIN_NAME = "omni_deploy_campplus"
+from omni_deploy.speaker_rules import PLUGIN_GROUP, PLUGIN_NAME, PLUGINS_ALLOWLIST_ENV, allowlist_drops_plugin
 
 
 @dataclass
@@ -32,8 +32,24 @@ class HostCaps:
     vllm_omni: str | None = None
     vllm_omni_reads_device_spk: bool = False
     plugin_registered: bool = True
+    plugins_allowlist: str | None = None  # VLLM_PLUGINS as set here; None: unset (all plugins load)
+    vllm_on_path: str | None = None  # the `vllm` executable first on PATH
+    vllm_on_path_python: str | None = None  # the interpreter it runs with, from its #! line
     gpus: list[str] = field(default_factory=list)
     gpu_query: str = "not probed"
+
+    @property
+    def plugin_allowed(self) -> bool:
+        return not allowlist_drops_plugin(self.plugins_allowlist)
+
+    @property
+    def vllm_elsewhere(self) -> bool:
+        """The `vllm` first on PATH runs in another environment than this one (omni-deploy's)."""
+        return (
+            self.probed
+            and self.vllm_on_path_python is not None
+            and not same_environment(self.vllm_on_path_python)
+        )
 
     @property
     def versions_match(self) -> bool | None:
@@ -44,6 +60,8 @@ class HostCaps:
     def as_dict(self) -> dict[str, Any]:
         out = asdict(self)
         out["versions_match"] = self.versions_match
+        out["plugin_allowed"] = self.plugin_allowed
+        out["vllm_elsewhere"] = self.vllm_elsewhere
         return out
 
 
@@ -82,6 +100,34 @@ def plugin_registered() -> bool:
     return any(e.name == PLUGIN_NAME for e in entries)
 
 
+def vllm_executable() -> tuple[str | None, str | None]:
+    """(path of the `vllm` first on PATH, the interpreter its #! line names), without running it."""
+    path = shutil.which("vllm")
+    if path is None:
+        return None, None
+    try:
+        with open(path, "rb") as handle:
+            first = handle.readline(4096).decode("utf-8", "replace").strip()
+    except OSError:
+        return path, None
+    if not first.startswith("#!"):
+        return path, None  # a compiled launcher: cannot tell
+    words = first[2:].split()
+    if words and os.path.basename(words[0]) == "env" and len(words) > 1:
+        return path, shutil.which(words[-1])
+    return path, words[0] if words else None
+
+
+def same_environment(python: str) -> bool:
+    """Whether `python` is this process's environment (where omni-deploy and its plugin are)."""
+    try:
+        there = os.path.realpath(os.path.dirname(python))
+        here = os.path.realpath(os.path.join(sys.prefix, "bin"))
+        return there == here or os.path.samefile(python, sys.executable)
+    except OSError:
+        return False
+
+
 def query_gpus() -> tuple[list[str], str]:
     tool = shutil.which("nvidia-smi")
     if tool is None:
@@ -113,6 +159,7 @@ def detect_platform() -> str | None:
 
 def probe_host() -> HostCaps:
     gpus, how = query_gpus()
+    vllm_path, vllm_python = vllm_executable()
     return HostCaps(
         probed=True,
         torch=_importable("torch"),
@@ -123,6 +170,9 @@ def probe_host() -> HostCaps:
         vllm_omni=installed_version("vllm-omni"),
         vllm_omni_reads_device_spk=vllm_omni_reads_device_spk(),
         plugin_registered=plugin_registered(),
+        plugins_allowlist=os.environ.get(PLUGINS_ALLOWLIST_ENV),
+        vllm_on_path=vllm_path,
+        vllm_on_path_python=vllm_python,
         gpus=gpus,
         gpu_query=how,
     )

@@ -17,6 +17,8 @@ from typing import Any
 
 from omni_deploy.config.stage_schema import STAGE_ENGINE_FIELDS
 from omni_deploy.knowledge.versions import MAIN, RELEASED
+from omni_deploy.speaker_rules import DEFAULTS as SPK_DEFAULTS
+from omni_deploy.speaker_rules import KEY_ALLOW_TF32, KEY_DEVICE_SPK, KEY_TRT
 
 NO_DEFAULT = object()
 
@@ -211,7 +213,7 @@ CODE2WAV: list[Key] = [
        minimum=0),
     _k("token2wav_float16", "code2wav", BOOL, False, "Run token2wav in float16."),
     _k("token2wav_n_timesteps", "code2wav", INT, 10, "Flow-matching Euler steps.", minimum=1),
-    _k("token2wav_trt", "code2wav", BOOL, False, "TensorRT for the DiT estimator and CAM++ (CUDA only; also env "
+    _k(KEY_TRT, "code2wav", BOOL, SPK_DEFAULTS[KEY_TRT], "TensorRT for the DiT estimator and CAM++ (CUDA only; also env "
        "MINICPMO_TOKEN2WAV_TRT=1)."),
     _k("token2wav_trt_dtype", "code2wav", STR, "fp16", "TensorRT precision: fp32/float32, anything else fp16."),
     _k("token2wav_trt_max_batch", "code2wav", INT, 16, "Largest TensorRT batch.", minimum=1),
@@ -224,10 +226,12 @@ CODE2WAV: list[Key] = [
        minimum=0),
     _k("prompt_cache_id", "code2wav", STR, "HT_ref_audio", "Cache id of the default voice."),
     _k("prompt_wav", "code2wav", STR, None, "Default reference voice (default <model>/assets/HT_ref_audio.wav)."),
-    # Read by vllm-omni main after 0.30.0 only.
-    _k("token2wav_allow_tf32", "code2wav", BOOL, True, "TF32 matmuls in Code2Wav, CUDA CAM++ included.", since=MAIN),
-    _k("token2wav_device_spk", "code2wav", BOOL, True, "CAM++ speaker embedding in torch on the stage's CUDA "
-       "device; false: ONNX Runtime on the CPU.", since=MAIN),
+    # Read in the Code2Wav stage by omni-deploy's vLLM plugin (vllm-omni itself reads neither);
+    # names and defaults from speaker_rules, the table the plugin applies.
+    _k(KEY_ALLOW_TF32, "code2wav", BOOL, SPK_DEFAULTS[KEY_ALLOW_TF32], "TF32 matmuls for the CUDA CAM++ "
+       "speaker embedding (read by omni-deploy's vLLM plugin)."),
+    _k(KEY_DEVICE_SPK, "code2wav", BOOL, SPK_DEFAULTS[KEY_DEVICE_SPK], "CAM++ speaker embedding in torch on the "
+       "stage's CUDA device; false: ONNX Runtime on the CPU (read by omni-deploy's vLLM plugin)."),
     _k("micro_batch_size", "code2wav", INT, NO_DEFAULT, "Most requests per CFM estimator call.", since=MAIN, minimum=1),
     _k("cfm_graph_precapture", "code2wav", BOOL, NO_DEFAULT, "Capture CFM graphs at start-up.", since=MAIN),
     _k("initial_codec_chunk_frames", "code2wav", INT, NO_DEFAULT, "Frames of the first chunk.", since=MAIN,
@@ -260,7 +264,7 @@ UNREAD: dict[tuple[str, str], str] = {
 }
 
 # Code2Wav switches that act only on CUDA.
-CUDA_ONLY_CODE2WAV = ("token2wav_trt", "token2wav_device_spk")
+CUDA_ONLY_CODE2WAV = (KEY_TRT, KEY_DEVICE_SPK)
 NPU_GRAPH_KEYS = tuple(k.name for k in NPU_GRAPH)
 
 

@@ -16,7 +16,8 @@ from omni_deploy.deployment import Deployment
 from omni_deploy.host import HostCaps
 from omni_deploy.integration_env import Backend
 from omni_deploy.resolve.overview import overview
-from omni_deploy.resolve.speaker import SpeakerDecision, decide
+from omni_deploy.resolve.speaker import SpeakerDecision, code2wav_stage_env, decide
+from omni_deploy.speaker_rules import KEY_DEVICE_SPK, PLUGIN_NAME, PLUGINS_ALLOWLIST_ENV
 
 
 @dataclass
@@ -48,7 +49,17 @@ def explain(
 ) -> Explanation:
     info, extra = deployment.pipeline, deployment.code2wav_extra()
     decisions = {
-        p: decide(p, info, extra, deployment.code2wav_extra_path, env, host, override) for p in platforms
+        p: decide(
+            p,
+            info,
+            extra,
+            deployment.code2wav_extra_path,
+            env,
+            host,
+            override,
+            code2wav_stage_env(deployment, p),
+        )
+        for p in platforms
     }
     result: dict[str, Any] = {
         "file": deployment.name,
@@ -81,6 +92,8 @@ def as_text(explanation: Explanation) -> str:
         f"pipeline: {info.name or 'unknown'} ({info.source})",
         _host_line(host),
     ]
+    if host.probed:
+        lines += probe_notes(host)
     if explanation.backend_only:
         for p, d in explanation.decisions.items():
             lines += _decision_lines(p, d)
@@ -107,6 +120,35 @@ def _host_line(host: HostCaps) -> str:
         + ("" if host.versions_match is not False else " (major.minor differ!)")
         + f"; omni-deploy plugin {'registered' if host.plugin_registered else 'not registered'}"
     )
+
+
+def probe_notes(host: HostCaps) -> list[str]:
+    """What on this host can silently keep the CUDA CAM++ path out of the server."""
+    notes = []
+    if host.plugins_allowlist is None:
+        notes.append(f"  {PLUGINS_ALLOWLIST_ENV}: unset (vLLM loads every plugin)")
+    elif host.plugin_allowed:
+        notes.append(f"  {PLUGINS_ALLOWLIST_ENV}={host.plugins_allowlist}: names {PLUGIN_NAME}")
+    else:
+        notes.append(
+            f"  warning: {PLUGINS_ALLOWLIST_ENV}={host.plugins_allowlist} is an allowlist without {PLUGIN_NAME}: "
+            "vLLM will not load omni-deploy's plugin, and the Code2Wav stage keeps ONNX Runtime on the CPU"
+        )
+    if host.vllm_on_path is None:
+        notes.append("  `vllm` on PATH: none (omni-deploy serve needs one)")
+    elif host.vllm_elsewhere:
+        notes.append(
+            f"  warning: the `vllm` first on PATH ({host.vllm_on_path}) runs with {host.vllm_on_path_python}, "
+            "another environment than omni-deploy's: a server started with it does not see this plugin"
+        )
+    else:
+        notes.append(f"  `vllm` on PATH: {host.vllm_on_path} (this environment)")
+    if host.vllm_omni_reads_device_spk:
+        notes.append(
+            f"  the installed vllm-omni reads {KEY_DEVICE_SPK} itself: its code decides the speaker "
+            "backend and omni-deploy's plugin stands aside"
+        )
+    return notes
 
 
 def _decision_lines(platform: str, d: SpeakerDecision) -> list[str]:

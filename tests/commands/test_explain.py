@@ -129,3 +129,38 @@ def test_stdin(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPat
     monkeypatch.setattr("sys.stdin", io.StringIO(bench.read_text()))
     result = run_cli(capsys, "explain", "-", "--stdin-filename", str(bench), "-o", "json")
     assert result.code == 0 and json.loads(result.out)["file"] == str(bench)
+
+
+def test_probe_warns_about_an_allowlist_without_the_plugin(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("VLLM_PLUGINS", "vllm_omni_register_models")
+    result = run_cli(capsys, "explain", "--backend", "--probe", "--platform", "cuda")
+    assert "allowlist without omni_deploy_campplus" in result.out
+    assert "cuda: cpu-onnxruntime" in result.out  # what the server would run
+    monkeypatch.setenv("VLLM_PLUGINS", "vllm_omni_register_models, omni_deploy_campplus")
+    assert "cuda: cuda-torch" in run_cli(capsys, "explain", "--backend", "--probe", "--platform", "cuda").out
+
+
+def test_probe_warns_about_a_vllm_from_another_environment(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # A `vllm` launcher as pip writes them, for an interpreter of another virtualenv.
+    other = tmp_path / "other-venv" / "bin"
+    other.mkdir(parents=True)
+    (other / "vllm").write_text(f"#!{other / 'python'}\nimport sys\n")
+    (other / "vllm").chmod(0o755)
+    monkeypatch.setenv("PATH", str(other))
+    result = run_cli(capsys, "explain", "--backend", "--probe", "--platform", "cuda")
+    assert "another environment than omni-deploy's" in result.out
+    assert "cuda: cpu-onnxruntime" in result.out
+    data = json.loads(
+        run_cli(capsys, "explain", "--backend", "--probe", "--platform", "cuda", "-o", "json").out
+    )
+    assert data["host"]["vllm_elsewhere"] is True
+
+
+def test_a_stage_runtime_env_is_part_of_the_answer(capsys: pytest.CaptureFixture[str]) -> None:
+    result = run_cli(capsys, "explain", "--backend", str(DATA / "stage_env_cpu.yaml"), "--platform", "cuda")
+    assert "cuda: cpu-onnxruntime" in result.out
+    assert "OMNI_DEPLOY_SPK_BACKEND" in result.out and "stages[2] env" in result.out

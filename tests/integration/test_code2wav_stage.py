@@ -12,6 +12,9 @@ from __future__ import annotations
 
 import json
 import multiprocessing
+import os
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -125,3 +128,13 @@ def test_an_allowlist_without_the_plugin_leaves_the_stage_on_onnx_runtime(stage:
     _served(outcome)
     assert outcome["speaker_model"] == "InferenceSession"
     assert not any(REPORT in line for line in outcome["log"])  # silence: what serve warns about
+    # ... and explain --probe, run in the same environment with the same allowlist, says so.
+    env = {**os.environ, "VLLM_PLUGINS": "vllm_omni_register_models"}
+    env["PATH"] = os.pathsep.join((os.path.dirname(sys.executable), env.get("PATH", "")))
+    probe = subprocess.run(
+        [sys.executable, "-m", "omni_deploy", "explain", "--backend", "--probe", "--platform", "cuda"],
+        capture_output=True, text=True, env=env, timeout=120,
+    )  # fmt: skip
+    assert probe.returncode == 0, probe.stderr
+    assert "allowlist without omni_deploy_campplus" in probe.stdout
+    assert "cuda: cpu-onnxruntime" in probe.stdout

@@ -8,7 +8,15 @@ import pytest
 
 from omni_deploy.deployment import Deployment
 from omni_deploy.host import HostCaps, assumed_host
-from omni_deploy.resolve.speaker import CPU_ORT, CUDA_TORCH, NOT_APPLICABLE, TENSORRT, UNKNOWN, decide
+from omni_deploy.resolve.speaker import (
+    CPU_ORT,
+    CUDA_TORCH,
+    NOT_APPLICABLE,
+    TENSORRT,
+    UNKNOWN,
+    code2wav_stage_env,
+    decide,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "tests" / "data" / "explain"
@@ -19,7 +27,7 @@ def _decide(path: Path, platform: str = "cuda", env: dict[str, str] | None = Non
             override: str | None = None):  # type: ignore[no-untyped-def]  # fmt: skip
     deployment = Deployment.load(str(path))
     return decide(platform, deployment.pipeline, deployment.code2wav_extra(), "$.connectors.connector_of_shared_memory.extra", env or {},
-                  host or assumed_host("0.30.0"), override)  # fmt: skip
+                  host or assumed_host("0.30.0"), override, code2wav_stage_env(deployment, platform))  # fmt: skip
 
 
 def _reason(decision, setting_end: str):  # type: ignore[no-untyped-def]
@@ -95,3 +103,54 @@ def test_without_the_plugin_or_torch_the_cpu_path_runs() -> None:
 def test_other_pipeline_is_not_applicable_and_unknown_stays_unknown() -> None:
     assert _decide(DATA / "other_pipeline.yaml").speaker_backend == NOT_APPLICABLE
     assert _decide(DATA / "unknown_pipeline.yaml").speaker_backend == UNKNOWN
+
+
+def test_the_environment_override_wins_over_the_file() -> None:
+    d = _decide(DEFAULT, env={"OMNI_DEPLOY_SPK_BACKEND": "cpu-onnxruntime"})
+    assert d.speaker_backend == CPU_ORT
+    assert _reason(d, "OMNI_DEPLOY_SPK_BACKEND").origin == "env OMNI_DEPLOY_SPK_BACKEND"
+
+
+def test_a_stage_runtime_env_in_the_file_is_seen_with_its_origin() -> None:
+    d = _decide(DATA / "stage_env_cpu.yaml")
+    assert d.speaker_backend == CPU_ORT
+    assert _reason(d, "OMNI_DEPLOY_SPK_BACKEND").origin.endswith(
+        "stage_env_cpu.yaml:6:34 (overlay) (stages[2] env)"
+    )
+    assert any("the Code2Wav stage's env sets OMNI_DEPLOY_SPK_BACKEND" in w for w in d.warnings)
+    # The stage's own environment wins over the process's, as vllm-omni applies it at spawn.
+    assert (
+        _decide(DATA / "stage_env_cpu.yaml", env={"OMNI_DEPLOY_SPK_BACKEND": "cuda-torch"}).speaker_backend
+        == CPU_ORT
+    )
+
+
+def test_a_platform_section_stage_env_is_seen() -> None:
+    d = _decide(DATA / "platform_stage_env_trt.yaml")
+    assert d.speaker_backend == TENSORRT and _reason(d, "MINICPMO_TOKEN2WAV_TRT").value == "1"
+    assert _decide(DATA / "platform_stage_env_trt.yaml", "rocm").speaker_backend == CPU_ORT
+
+
+def test_tf32_from_the_environment() -> None:
+    d = _decide(DEFAULT, env={"OMNI_DEPLOY_SPK_TF32": "0"})
+    assert d.speaker_backend == CUDA_TORCH and d.matmul_tf32 is False
+
+
+def test_the_resolver_and_the_plugin_share_one_rule_table() -> None:
+    from omni_deploy.speaker_rules import DEFAULTS, choose
+
+    for extra, env, backend in [
+        ({}, {}, CUDA_TORCH),
+        ({"token2wav_device_spk": False}, {}, CPU_ORT),
+        ({"token2wav_trt": True, "token2wav_device_spk": True}, {}, TENSORRT),
+        ({}, {"MINICPMO_TOKEN2WAV_TRT": "1", "OMNI_DEPLOY_SPK_BACKEND": "cuda-torch"}, TENSORRT),
+        ({"token2wav_device_spk": True}, {"OMNI_DEPLOY_SPK_BACKEND": "cpu-onnxruntime"}, CPU_ORT),
+        ({"token2wav_device_spk": False}, {"OMNI_DEPLOY_SPK_BACKEND": "cuda-torch"}, CUDA_TORCH),
+    ]:
+        assert choose(extra, env, on_cuda=True).backend == backend
+    assert choose({}, {}, on_cuda=False).backend == CPU_ORT
+    assert DEFAULTS == {"token2wav_trt": False, "token2wav_device_spk": True, "token2wav_allow_tf32": True}
+    problems = choose(
+        {"token2wav_device_spk": "maybe"}, {"OMNI_DEPLOY_SPK_BACKEND": "gpu"}, on_cuda=True
+    ).problems
+    assert len(problems) == 2
