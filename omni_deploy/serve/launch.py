@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
+from pathlib import Path
 
 from omni_deploy.errors import Interrupted, OmniDeployError, ProcessExited, ReadinessTimeout
 from omni_deploy.serve.plan import LaunchPlan
 from omni_deploy.serve.prepare import Prepared
 from omni_deploy.serve.redact import secret_values
 from omni_deploy.serve.rundir import add_to_record
+from omni_deploy.serve.speaker_report import read_report, summary_lines
 from omni_deploy.serve.supervise import Supervisor, local_url
 
 
@@ -51,6 +54,8 @@ def supervise(
         expected_model=expected_model,
         secrets=secret_values(plan.argv, plan.env_changes),
     )
+    expected = prepared.decision.speaker_backend
+    supervisor.on_ready = lambda: report_speaker_backend(directory, expected, supervisor.say)
     code = supervisor.run()
     outcome = {"server_code": code, "signals": supervisor.forwarded, "ready_timeout": supervisor.timed_out}
     add_to_record(directory, {"exit": outcome})
@@ -66,3 +71,19 @@ def supervise(
         )
     if code != 0:
         raise ProcessExited("the server", code)
+
+
+def report_speaker_backend(directory: Path, expected: str, say: Callable[[str], None]) -> None:
+    """After readiness: what each Code2Wav stage said it took, on screen and in launch.json."""
+    try:
+        lines = (directory / "server.log").read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError as exc:
+        say(f"WARNING: cannot read the server log for the speaker backend: {exc}")
+        return
+    report = read_report(lines)
+    for level, text in summary_lines(report, expected):
+        say(f"WARNING: {text}" if level == "warning" else text)
+    try:
+        add_to_record(directory, {"speaker_report": report.as_dict()})
+    except (OSError, ValueError) as exc:
+        say(f"WARNING: cannot record the speaker backend in launch.json: {exc}")

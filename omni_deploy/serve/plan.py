@@ -16,7 +16,6 @@ from omni_deploy.integration_env import (
     CPU_ORT,
     CUDA_TORCH,
     SPK_BACKEND,
-    SPK_TF32,
     TENSORRT,
     VLLM_OMNI_TRT,
     Backend,
@@ -105,7 +104,7 @@ def apply_speaker_override(
     if backend is None or extra is None:
         return []
     notes = []
-    wanted = {TENSORRT: True, CUDA_TORCH: False, CPU_ORT: False}[backend]
+    wanted = backend == TENSORRT
     current = extra.get("token2wav_trt")
     if (isinstance(current, Scalar) and current.value is not wanted) or (current is None and wanted):
         extra.entries["token2wav_trt"] = Entry(origin, Scalar(wanted, origin))
@@ -141,16 +140,17 @@ def build_plan(
     if options.served_model_name:
         argv += ["--served-model-name", options.served_model_name]
     argv += list(options.passthrough)
+    # The speaker backend travels in the rendered deploy file (with --spk-backend written into it),
+    # which omni-deploy's plugin reads in the Code2Wav stage: no OMNI_DEPLOY_SPK_* variable is set,
+    # so the server decides as a plain `vllm serve --deploy-config` of the same file would.
     env: dict[str, str | None] = {"VLLM_WORKER_MULTIPROC_METHOD": "spawn"}
     backend = decision.speaker_backend
-    if backend in (CUDA_TORCH, CPU_ORT, TENSORRT):
-        env[SPK_BACKEND] = backend
-    if backend == CUDA_TORCH:
-        env[SPK_TF32] = "1" if decision.matmul_tf32 else "0"
     if backend == TENSORRT and options.spk_backend == TENSORRT:
         env[VLLM_OMNI_TRT] = "1"
     elif backend != TENSORRT and base_env.get(VLLM_OMNI_TRT) == "1":
         env[VLLM_OMNI_TRT] = None  # would force TensorRT behind the chosen backend's back
+    if options.spk_backend is not None and base_env.get(SPK_BACKEND):
+        env[SPK_BACKEND] = None  # an inherited override would beat the --spk-backend written in the file
     env.update(options.extra_env)
     return LaunchPlan(argv, env, decision)
 

@@ -17,7 +17,7 @@ from typing import Any
 from omni_deploy.config.nodes import to_plain
 from omni_deploy.deployment import Deployment
 from omni_deploy.host import HostCaps
-from omni_deploy.resolve.speaker import SpeakerDecision, decide
+from omni_deploy.resolve.speaker import SpeakerDecision, code2wav_stage_env, decide
 from omni_deploy.serve.plan import (
     LaunchOptions,
     LaunchPlan,
@@ -97,6 +97,7 @@ def prepare(
         env,
         serving_host(host, launching),
         launch.spk_backend,
+        code2wav_stage_env(deployment, platform),
     )
     # The rendered config carries the override too, so vllm-omni and the plugin agree.
     rendered = render_deploy_config(deployment, platform, launch.spk_backend)

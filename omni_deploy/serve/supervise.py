@@ -114,6 +114,7 @@ class Supervisor:
     out: IO[str] = field(default_factory=lambda: sys.stdout)
     expected_model: str | None = None  # /v1/models must list it once /health answers
     secrets: list[str] = field(default_factory=list)  # scrubbed from what the server prints
+    on_ready: Callable[[], None] | None = None  # called once, after readiness (serve reads the log)
     _tail: collections.deque[str] = field(default_factory=lambda: collections.deque(maxlen=TAIL_LINES))
     _wake: threading.Event = field(default_factory=threading.Event)
     _kill_at: float | None = None  # when a forwarded stop turns into SIGKILL
@@ -280,6 +281,8 @@ class Supervisor:
             return EXIT_SERVER_ERROR
         shown = ", ".join(served) if served else ("none" if served is not None else "unknown")
         self.say(f"ready after {elapsed:.1f} s at {self.base_url} (serving: {shown}); log: {self.log_path}")
+        if self.on_ready is not None:
+            self.on_ready()
         self._wait_until_exit()
         pump.join(timeout=5)
         code = exit_code(self.child.returncode)

@@ -89,7 +89,9 @@ def gone(pid: int, timeout: float = 5.0) -> bool:
 def serve_env(tmp_path: Path) -> dict[str, str]:
     versions = fake_dist_info(tmp_path / "site", {"vllm": "0.30.0", "vllm-omni": "0.30.0"})
     env = dict(os.environ)
-    env["PATH"] = f"{STANDIN_BIN}{os.pathsep}{env.get('PATH', '')}"
+    # The stand-in `vllm` runs with `#!/usr/bin/env python3`: this environment's interpreter, as a
+    # real `vllm` installed beside omni-deploy would (explain/serve check it is not another one).
+    env["PATH"] = os.pathsep.join((str(STANDIN_BIN), str(Path(sys.executable).parent), env.get("PATH", "")))
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), str(versions)])
     env["XDG_CACHE_HOME"] = str(tmp_path / "cache")
     env["STANDIN_VLLM_RECORD"] = str(tmp_path / "standin.json")

@@ -54,8 +54,8 @@ def test_ready_after_503s_then_sigterm_forwarded_and_exit_code_propagated(
         str(tmp_path / "run" / "deploy.yaml"),
     ]
     assert record["env"]["VLLM_WORKER_MULTIPROC_METHOD"] == "spawn"
-    assert record["env"]["OMNI_DEPLOY_SPK_BACKEND"] == "cuda-torch"
-    assert record["env"]["OMNI_DEPLOY_SPK_TF32"] == "1"
+    # The backend travels in the rendered file, which the plugin reads in the Code2Wav stage.
+    assert "OMNI_DEPLOY_SPK_BACKEND" not in record["env"] and "OMNI_DEPLOY_SPK_TF32" not in record["env"]
     assert record["pgid"] == record["pid"] != served.proc.pid  # its own session and process group
     served.proc.send_signal(signal.SIGTERM)
     assert served.proc.wait(timeout=15) == 130  # interrupted; the server's own code is kept
@@ -67,6 +67,41 @@ def test_ready_after_503s_then_sigterm_forwarded_and_exit_code_propagated(
     assert (tmp_path / "run" / "server.log").read_text().count("stand-in vllm: listening") == 1
     launch = json.loads((tmp_path / "run" / "launch.json").read_text())
     assert launch["speaker"]["speaker_backend"] == "cuda-torch" and launch["platform"] == "cuda"
+
+
+def test_the_backend_the_server_reports_is_printed_and_recorded(start_serve, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    served = start_serve(*_base(free_port(), tmp_path / "run"), env={"STANDIN_VLLM_SPK_REPORT": "cuda-torch"})
+    served.wait_for("speaker backend reported by the server")
+    line = next(line for line in served.lines if "speaker backend reported by the server" in line)
+    assert "stage 2: cuda-torch" in line and "device=cuda:0" in line and "WARNING" not in line
+    launch = json.loads((tmp_path / "run" / "launch.json").read_text())
+    (stage,) = launch["speaker_report"]["stages"]
+    assert stage["stage"] == "2" and stage["backend"] == "cuda-torch" and launch["speaker_report"]["reported"]
+    assert launch["speaker"]["speaker_backend"] == "cuda-torch"  # what was decided stays beside it
+    served.proc.send_signal(signal.SIGTERM)
+    served.proc.wait(timeout=15)
+
+
+def test_another_backend_than_the_file_asked_for_is_a_warning(start_serve, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    served = start_serve(
+        *_base(free_port(), tmp_path / "run"), env={"STANDIN_VLLM_SPK_REPORT": "cpu-onnxruntime"}
+    )
+    served.wait_for("speaker backend reported by the server")
+    assert "WARNING: speaker backend reported by the server: stage 2: cpu-onnxruntime" in served.output()
+    assert "asked for cuda-torch" in served.output()
+    served.proc.send_signal(signal.SIGTERM)
+    served.proc.wait(timeout=15)
+
+
+def test_a_server_that_reports_no_backend_gets_a_loud_warning(start_serve, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    served = start_serve(*_base(free_port(), tmp_path / "run"))  # the stand-in prints no report line
+    served.wait_for("NO speaker-backend report")
+    line = next(line for line in served.lines if "NO speaker-backend report" in line)
+    assert line.startswith("omni-deploy: WARNING:") and "VLLM_PLUGINS" in line
+    launch = json.loads((tmp_path / "run" / "launch.json").read_text())
+    assert launch["speaker_report"] == {"stages": [], "warnings": [], "reported": False}
+    served.proc.send_signal(signal.SIGTERM)
+    served.proc.wait(timeout=15)
 
 
 def test_sigint_forwarded_and_death_by_signal_is_128_plus_n(start_serve, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

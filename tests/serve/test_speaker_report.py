@@ -1,0 +1,71 @@
+"""serve's reading of the plugin's report lines, against lines the plugin itself formats."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from omni_deploy.integrations import vllm_plugin
+from omni_deploy.serve.speaker_report import parse_report_line, read_report, summary_lines
+from omni_deploy.speaker_rules import LOGGER_NAME
+
+
+@pytest.fixture
+def plugin_lines() -> list[str]:
+    records: list[str] = []
+    handler = logging.Handler()
+    handler.emit = lambda record: records.append(  # type: ignore[method-assign]
+        f"INFO 12-01 00:45:04 [vllm_plugin.py:233] {record.getMessage()}"
+    )
+    logger = logging.getLogger(LOGGER_NAME)
+    logger.addHandler(handler)
+    old = logger.level
+    logger.setLevel(logging.INFO)
+    yield records
+    logger.removeHandler(handler)
+    logger.setLevel(old)
+
+
+def test_a_line_the_plugin_formats_is_read_back(plugin_lines: list[str]) -> None:
+    outcome = vllm_plugin.Outcome(
+        "cuda-torch",
+        "cuda:1",
+        "token2wav_device_spk (default)",
+        "onnxruntime-cpu",
+        "on:x",
+        "triton",
+        "/m/c.onnx",
+    )
+    vllm_plugin.report("stage 2", outcome)
+    (stage,) = read_report(plugin_lines).stages
+    assert stage.stage == "2" and stage.backend == "cuda-torch"
+    assert stage.fields["device"] == "cuda:1" and stage.fields["onnx"] == "/m/c.onnx"
+    assert stage.fields["decided-by"] == "token2wav_device_spk(default)"
+
+
+def test_warnings_and_other_lines() -> None:
+    report = read_report(
+        [
+            "INFO loading weights",
+            "WARNING 12-01 [vllm_plugin.py:1] omni-deploy CAM++: stage 2: the encoder failed (x); ...",
+        ]
+    )
+    assert report.stages == [] and report.warnings == [
+        "omni-deploy CAM++: stage 2: the encoder failed (x); ..."
+    ]
+    assert parse_report_line("omni-deploy CAM++ report: stage=2") is None  # no backend: not a report
+
+
+def test_no_report_is_a_loud_warning() -> None:
+    ((level, text),) = summary_lines(read_report([]), "cuda-torch")
+    assert level == "warning" and "NO speaker-backend report" in text and "VLLM_PLUGINS" in text
+    assert "not cuda-torch" in text
+
+
+def test_a_backend_other_than_the_one_asked_for_warns() -> None:
+    report = read_report(["omni-deploy CAM++ report: stage=2 backend=cpu-onnxruntime device=cpu"])
+    ((level, text),) = summary_lines(report, "cuda-torch")
+    assert level == "warning" and "asked for cuda-torch" in text
+    ((level, _),) = summary_lines(report, "cpu-onnxruntime")
+    assert level == "info"
