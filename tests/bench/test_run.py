@@ -17,7 +17,9 @@ def _env(tmp_path: Path) -> dict[str, str]:
     site = fake_dist_info(tmp_path / "site", {"vllm": "0.30.0", "vllm-omni": "0.30.0"})
     env = dict(os.environ)
     env.update(
-        PATH=f"{STANDIN_BIN}{os.pathsep}{env['PATH']}",
+        # The stand-in `vllm` (#!/usr/bin/env python3) runs with this environment's interpreter, as a
+        # real `vllm` beside omni-deploy would; serve checks that it is not another environment's.
+        PATH=os.pathsep.join((str(STANDIN_BIN), str(Path(sys.executable).parent), env["PATH"])),
         PYTHONPATH=os.pathsep.join([str(ROOT), str(site)]),
         XDG_CACHE_HOME=str(tmp_path / "cache"),
         STANDIN_VLLM_RECORD=str(tmp_path / "server.json"),
