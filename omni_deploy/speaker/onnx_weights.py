@@ -4,7 +4,10 @@ The exporter folds every BatchNorm that directly follows a conv into that conv a
 folded tensors opaque names (`onnx::Conv_4423`, renumbered on every export). Node names keep the
 module path (`/xvector/block1/tdnnd1/linear1/Conv`), so we map by node, never by initializer
 name. BatchNorms that survive (those before a conv, and the final affine-free one) are read from
-their node's inputs, which may be initializers or Constant nodes.
+their node's inputs, which may be initializers or Constant nodes. An input may also reach its node
+through Identity, Cast or Reshape nodes over an initializer: the TorchScript exporter writes a
+tensor that several layers hold with equal values once and feeds the other layers through
+Identity nodes. Those chains are followed back to the initializer.
 
 The result is checked both ways before anything is returned: every Conv and BatchNormalization
 node belongs to a CAM++ layer, every weight tensor of the file is used, and every layer of CAM++
@@ -60,13 +63,63 @@ def scope_of(node_name: str) -> str:
     return ".".join(path)
 
 
-def _tensor_table(graph: Any) -> dict[str, np.ndarray]:
+# Nodes that only pass a stored tensor on (possibly retyped or reshaped): followed to the source.
+PASS_THROUGH = ("Identity", "Cast", "Reshape")
+
+
+@dataclass
+class TensorTable:
+    """Every tensor of the graph known without running it, and the initializers each comes from."""
+
+    values: dict[str, np.ndarray] = field(default_factory=dict)
+    sources: dict[str, frozenset[str]] = field(default_factory=dict)
+    producers: dict[str, str] = field(default_factory=dict)  # output name -> op type, for messages
+
+
+def _reshaped(data: np.ndarray, shape: np.ndarray, allow_zero: bool) -> np.ndarray:
+    """ONNX Reshape: a 0 copies the input's dimension (unless allowzero), one -1 is inferred."""
+    dims = [int(d) for d in shape.reshape(-1)]
+    if not allow_zero:
+        dims = [data.shape[i] if d == 0 and i < data.ndim else d for i, d in enumerate(dims)]
+    return data.reshape(dims)
+
+
+def _pass_through(node: Any, table: TensorTable) -> np.ndarray | None:
+    """The value of an Identity, Cast or Reshape node whose inputs are all known, else None."""
+    from onnx import helper
+
+    if any(name not in table.values for name in node.input if name):
+        return None
+    data = table.values[node.input[0]]
+    attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+    if node.op_type == "Identity":
+        return data
+    if node.op_type == "Cast":
+        return data.astype(helper.tensor_dtype_to_np_dtype(int(attrs["to"])))
+    return _reshaped(data, table.values[node.input[1]], bool(attrs.get("allowzero", 0)))
+
+
+def _tensor_table(graph: Any) -> TensorTable:
     from onnx import numpy_helper
 
-    table = {init.name: numpy_helper.to_array(init) for init in graph.initializer}
+    table = TensorTable()
+    for init in graph.initializer:
+        table.values[init.name] = numpy_helper.to_array(init)
+        table.sources[init.name] = frozenset([init.name])
+    # Nodes are stored in topological order, so one pass resolves chains of any length.
     for node in graph.node:
+        for output in node.output:
+            table.producers[output] = node.op_type
         if node.op_type == "Constant" and node.attribute and node.attribute[0].name == "value":
-            table[node.output[0]] = numpy_helper.to_array(node.attribute[0].t)
+            table.values[node.output[0]] = numpy_helper.to_array(node.attribute[0].t)
+            table.sources[node.output[0]] = frozenset()
+        elif node.op_type in PASS_THROUGH and node.input:
+            value = _pass_through(node, table)
+            if value is not None:
+                table.values[node.output[0]] = value
+                table.sources[node.output[0]] = frozenset().union(
+                    *(table.sources[name] for name in node.input if name)
+                )
     return table
 
 
@@ -86,12 +139,14 @@ def read_weights(path: str | Path) -> CampplusWeights:
     used: set[str] = set()
 
     def take(name: str, what: str) -> np.ndarray:
-        if name not in tensors:
+        if name not in tensors.values:
+            made_by = tensors.producers.get(name)
             raise SpeakerModelError(
                 f"{path}: {what} reads {name!r}, which is neither an initializer nor a constant"
+                + (f" (it is computed by a {made_by} node)" if made_by else "")
             )
-        used.add(name)
-        return np.array(tensors[name], dtype=np.float32)  # a writable copy
+        used.update(tensors.sources[name])
+        return np.array(tensors.values[name], dtype=np.float32)  # a writable copy
 
     for node in graph.node:
         if node.op_type == "Conv":
@@ -111,7 +166,7 @@ def read_weights(path: str | Path) -> CampplusWeights:
         for init in graph.initializer
         if init.data_type == onnx.TensorProto.FLOAT and len(init.dims) >= 1
     }
-    unused = sorted(n for n in weight_like - used if int(np.prod(tensors[n].shape)) > 1)
+    unused = sorted(n for n in weight_like - used if int(np.prod(tensors.values[n].shape)) > 1)
     if unused:
         shown = ", ".join(unused[:5]) + (" ..." if len(unused) > 5 else "")
         raise SpeakerModelError(

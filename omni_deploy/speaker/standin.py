@@ -54,9 +54,13 @@ def build_reference(seed: int = 0):  # type: ignore[no-untyped-def]
 
 def export_standin(out: Path, seed: int = 0, opset: int = 13) -> GraphSummary:
     """Export the stand-in to `out` (written to a temporary name first, then renamed)."""
+    return export_module(build_reference(seed), out, seed, opset)
+
+
+def export_module(model, out: Path, seed: int = 0, opset: int = 13) -> GraphSummary:  # type: ignore[no-untyped-def]
+    """Export an eval-mode CAM++ module the way the released file was exported."""
     import torch
 
-    model = build_reference(seed)
     example = torch.randn(1, 200, 80, generator=torch.Generator().manual_seed(seed + 1))
     tmp = out.with_name(out.name + ".partial")
     with warnings.catch_warnings():

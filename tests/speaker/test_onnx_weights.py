@@ -102,3 +102,81 @@ def test_wrong_dimensions_are_refused(standin_onnx: Path, tmp_path: Path) -> Non
 def test_missing_file() -> None:
     with pytest.raises(SpeakerModelError, match="no such file"):
         read_weights("/nonexistent/campplus.onnx")
+
+
+def test_layers_sharing_an_equal_bias_are_read_through_identity(tmp_path: Path) -> None:
+    """The exporter writes a bias that two layers hold with equal values once and feeds the second
+    layer through an Identity node: a valid export of the same model that must load."""
+    import numpy as np
+    import torch
+
+    from omni_deploy.speaker.parity import ort_session
+    from omni_deploy.speaker.standin import build_reference, export_module
+
+    model = build_reference(seed=0)
+    modules = dict(model.named_modules())
+    shared = ("xvector.block1.tdnnd1.cam_layer.linear1", "xvector.block2.tdnnd4.cam_layer.linear1")
+    with torch.no_grad():
+        modules[shared[1]].bias.copy_(modules[shared[0]].bias)
+    path = tmp_path / "shared-bias.onnx"
+    export_module(model, path)
+    graph = onnx.load(str(path)).graph
+    assert any(n.op_type == "Identity" for n in graph.node), "the exporter no longer writes Identity nodes"
+
+    weights = read_weights(path)
+    bias = modules[shared[0]].bias.detach().numpy()
+    for scope in shared:
+        assert np.array_equal(weights.convs[scope].bias, bias)
+    encoder = FusedCampplus(weights)
+    feat = torch.randn(300, 80, generator=torch.Generator().manual_seed(3))
+    session = ort_session(str(path))
+    expected = session.run(None, {"input": feat[None].numpy()})[0]
+    padded = torch.zeros(1, 400, 80)  # the fused model takes multiples of 200 frames
+    padded[0, :300] = feat
+    with torch.no_grad():
+        got = encoder(padded, torch.tensor([300])).numpy()
+    assert np.allclose(got, expected, rtol=1e-4, atol=1e-4 * np.abs(expected).max())
+
+
+def test_weights_behind_cast_and_reshape_are_followed(standin_onnx: Path, tmp_path: Path) -> None:
+    """A weight stored flat in float64, then Cast and Reshaped before its conv, loads unchanged."""
+    import numpy as np
+    from onnx import TensorProto, helper, numpy_helper
+
+    conv_name = "/xvector/dense/linear/Conv"
+
+    def store_flat(graph) -> None:  # type: ignore[no-untyped-def]
+        index, node = next((i, n) for i, n in enumerate(graph.node) if n.name == conv_name)
+        init = next(i for i in graph.initializer if i.name == node.input[1])
+        array = numpy_helper.to_array(init)
+        graph.initializer.remove(init)
+        graph.initializer.extend(
+            [
+                numpy_helper.from_array(array.astype(np.float64).reshape(-1), "dense_flat64"),
+                numpy_helper.from_array(np.array([192, -1, 1], dtype=np.int64), "dense_shape"),
+            ]
+        )
+        chain = [
+            helper.make_node("Cast", ["dense_flat64"], ["dense_f32"], to=TensorProto.FLOAT, name="cast_w"),
+            helper.make_node("Reshape", ["dense_f32", "dense_shape"], ["dense_w"], name="reshape_w"),
+            helper.make_node("Identity", ["dense_w"], [node.input[1]], name="identity_w"),
+        ]
+        for offset, extra in enumerate(chain):
+            graph.node.insert(index + offset, extra)
+
+    original = read_weights(standin_onnx).convs["xvector.dense.linear"].weight
+    weights = read_weights(_edit(standin_onnx, tmp_path, store_flat))
+    assert np.array_equal(weights.convs["xvector.dense.linear"].weight, original)
+    FusedCampplus(weights)  # every layer present, the float64 initializer counted as used
+
+
+def test_a_weight_computed_by_another_op_is_refused_with_its_op(standin_onnx: Path, tmp_path: Path) -> None:
+    from onnx import helper
+
+    def negate(graph) -> None:  # type: ignore[no-untyped-def]
+        index, node = next((i, n) for i, n in enumerate(graph.node) if n.name == "/xvector/dense/linear/Conv")
+        graph.node.insert(index, helper.make_node("Neg", [node.input[1]], ["negated"], name="neg_w"))
+        node.input[1] = "negated"
+
+    with pytest.raises(SpeakerModelError, match="computed by a Neg node"):
+        read_weights(_edit(standin_onnx, tmp_path, negate))
