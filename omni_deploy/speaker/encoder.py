@@ -28,7 +28,7 @@ from omni_deploy.speaker.fbank import (
     num_frames,
     resample,
 )
-from omni_deploy.speaker.fused_model import FusedCampplus, default_backend, padded_length
+from omni_deploy.speaker.fused_model import FusedCampplus, default_backend, padded_length, unpack
 from omni_deploy.speaker.onnx_weights import read_weights
 from omni_deploy.speaker.precision import precision_scope
 
@@ -41,12 +41,42 @@ MAX_GRAPH_FRAMES = 600
 
 @dataclass
 class _Graph:
+    """One captured forward and the buffers it reads.
+
+    The graph's input is one device buffer: a header of int64 lengths and start rows (one each per
+    batch slot), then the items packed back to back (frames of 80 features, or samples). The graph
+    unpacks them itself, so a call writes only the real data and moves it in one copy. Items on the
+    host are first packed into `staging`, a pinned twin of that buffer, so the copy to the device
+    is one asynchronous transfer that waits for nothing.
+    """
+
     graph: Any
-    inputs: torch.Tensor  # [batch, frames, 80] features or [batch, samples] waveforms
-    lengths: torch.Tensor  # frames or samples per item
+    batch: int  # batch slots
+    width: int  # frames (features) or samples (waveforms) per item, padded
+    row: int  # values per frame or sample: 80 for features, 1 for waveforms
+    inputs: torch.Tensor  # on the device: header then packed items
+    staging: torch.Tensor  # its twin on the host (pinned on CUDA)
+    header: np.ndarray  # int64 view of the staging header: lengths, then starts
     output: torch.Tensor
-    host_lengths: torch.Tensor  # pinned, so the copy to the device does not block
-    copied: Any  # CUDA event: the last copy out of host_lengths
+    copied: Any  # CUDA event: the last copy out of `staging` has been done
+
+    @property
+    def header_values(self) -> int:
+        return 4 * self.batch  # 2 * batch int64 values in float32 slots
+
+    def views(self, buffer: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(lengths, starts, packed items) of `buffer` (the device input or its staging twin)."""
+        head = buffer[: self.header_values].view(torch.int64)
+        packed = buffer[self.header_values :]
+        return head[: self.batch], head[self.batch :], packed.view(-1, self.row) if self.row > 1 else packed
+
+
+class _NoEvent:
+    """A CPU device copies synchronously: nothing to wait for."""
+
+    def record(self) -> None: ...
+
+    def synchronize(self) -> None: ...
 
 
 @dataclass
@@ -67,7 +97,8 @@ class SpeakerEncoder:
     def _use_graphs(self) -> bool:
         return self.cuda_graphs and self.device.type == "cuda"
 
-    def _record(self, inputs: torch.Tensor, lengths: torch.Tensor, fn: Callable[[], torch.Tensor]) -> _Graph:
+    def _record(self, fn: Callable[[], torch.Tensor]) -> tuple[Any, torch.Tensor]:
+        """(graph, its output tensor) of `fn`, warmed up first on a side stream."""
         if self._pool is None:
             self._pool = torch.cuda.graph_pool_handle()
         stream = torch.cuda.Stream(self.device)
@@ -79,27 +110,43 @@ class SpeakerEncoder:
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph, pool=self._pool):
             output = fn()
-        pinned = torch.empty(inputs.shape[0], dtype=torch.long, pin_memory=True)
-        copied = torch.cuda.Event()
-        copied.record()
-        return _Graph(graph, inputs, lengths, output, pinned, copied)
+        return graph, output
 
-    def _capture(self, batch: int, frames: int) -> _Graph:
-        feats = torch.zeros(batch, frames, FEAT_DIM, device=self.device)
-        lengths = torch.full((batch,), frames, dtype=torch.long, device=self.device)
-        return self._record(feats, lengths, lambda: self.model(feats, lengths))
+    def _buffers(self, batch: int, width: int, row: int) -> tuple[torch.Tensor, torch.Tensor, Any]:
+        """The device input, its staging twin and the copy event, for a graph of this shape.
 
-    def _capture_waves(self, batch: int, frames: int) -> _Graph:
-        samples = FRAME_LENGTH + FRAME_SHIFT * (frames - 1)  # exactly `frames` fbank frames
-        waves = torch.zeros(batch, samples, device=self.device)
-        lengths = torch.full((batch,), samples, dtype=torch.long, device=self.device)
+        Both start as a valid full batch (every item `width` long from row 0, zero data), which is
+        what the warm-up and the capture run on."""
+        size = 4 * batch + batch * width * row
+        pinned = self.device.type == "cuda"
+        staging = torch.zeros(size, pin_memory=pinned)
+        head = staging[: 4 * batch].view(torch.int64)
+        head[:batch] = width
+        head[batch:] = 0
+        inputs = staging.to(self.device, copy=True)
+        return inputs, staging, torch.cuda.Event() if pinned else _NoEvent()
 
-        def forward() -> torch.Tensor:
+    def _capture(self, kind: str, batch: int, frames: int) -> _Graph:
+        if kind == "features":
+            width, row = frames, FEAT_DIM
+        else:
+            width, row = FRAME_LENGTH + FRAME_SHIFT * (frames - 1), 1  # exactly `frames` fbank frames
+        inputs, staging, copied = self._buffers(batch, width, row)
+        header = staging[: 4 * batch].view(torch.int64).numpy()
+        shell = _Graph(None, batch, width, row, inputs, staging, header, inputs, copied)
+        lengths, starts, packed = shell.views(inputs)
+
+        def features() -> torch.Tensor:
+            return self.model.forward_packed(packed, starts, lengths, frames)
+
+        def waveforms() -> torch.Tensor:
+            waves = unpack(packed, starts, lengths, width)
             with precision_scope(False, None):  # the front end in strict FP32, as when run eagerly
                 feats, counts = fbank_padded(waves, lengths)
             return self.model(feats, counts)
 
-        return self._record(waves, lengths, forward)
+        shell.graph, shell.output = self._record(features if kind == "features" else waveforms)
+        return shell
 
     def _graph_for(self, kind: str, batch: int, frames: int) -> _Graph | None:
         if not self._use_graphs() or frames > MAX_GRAPH_FRAMES or batch > BATCH_BUCKETS[-1]:
@@ -107,31 +154,41 @@ class SpeakerEncoder:
         key = (kind, next(b for b in BATCH_BUCKETS if b >= batch), frames)
         graph = self._graphs.get(key)
         if graph is None:
-            capture = self._capture if kind == "features" else self._capture_waves
-            graph = self._graphs[key] = capture(key[1], frames)
+            graph = self._graphs[key] = self._capture(kind, key[1], frames)
         return graph
 
+    def _from_host(self, items: list[torch.Tensor]) -> bool:
+        """Whether to pack on the host and copy once (items on the CPU, model elsewhere)."""
+        return self.device.type != "cpu" and all(i.device.type == "cpu" for i in items)
+
     def _replay(self, graph: _Graph, items: list[torch.Tensor], lengths: list[int]) -> torch.Tensor:
-        # No zeroing: the model masks every frame (and fbank every sample) past each item's
-        # length itself. Rows past the batch keep earlier (finite) contents, run at full length,
-        # and are discarded.
-        batch = len(items)
-        width = graph.inputs.shape[1]
-        if graph.inputs.dim() == 3 and batch > 2 and all(i.device == graph.inputs.device for i in items):
-            # Features already on the device: one scatter instead of a copy per item.
-            sizes = np.asarray(lengths)
-            starts = np.cumsum(sizes) - sizes
-            rows = np.arange(sizes.sum()) - np.repeat(starts - np.arange(batch) * width, sizes)
-            index = torch.from_numpy(rows).to(graph.inputs.device)
-            graph.inputs.view(-1, graph.inputs.shape[2]).index_copy_(0, index, torch.cat(items))
+        # Nothing is zeroed and nothing allocated but the result: the graph reads each item's own
+        # rows only. Batch slots past the batch run item 0's rows at full width and are discarded.
+        batch, slots = len(items), graph.batch
+        sizes = np.asarray(lengths, dtype=np.int64)
+        total = int(sizes.sum())
+        graph.copied.synchronize()  # the previous call's copy out of the staging buffer is done
+        head = graph.header
+        head[:batch] = sizes
+        head[batch:slots] = graph.width
+        head[slots : slots + batch] = np.cumsum(sizes) - sizes
+        head[slots + batch :] = 0
+        used = graph.header_values + total * graph.row
+        _, _, device_packed = graph.views(graph.inputs)
+        if self._from_host(items):
+            _, _, staged = graph.views(graph.staging)
+            if batch == 1:  # host memcpy into pinned memory
+                staged[:total].copy_(items[0])
+            else:
+                torch.cat(items, out=staged[:total])
+            graph.inputs[:used].copy_(graph.staging[:used], non_blocking=True)  # the one transfer
         else:
-            for i, item in enumerate(items):
-                graph.inputs[i, : item.shape[0]].copy_(item, non_blocking=True)
-        host = graph.host_lengths
-        graph.copied.synchronize()  # the previous call's copy out of `host` has finished
-        host[:batch] = torch.tensor(lengths, dtype=torch.long)
-        host[batch:] = width
-        graph.lengths.copy_(host, non_blocking=True)
+            graph.inputs[: graph.header_values].copy_(graph.staging[: graph.header_values], non_blocking=True)
+            on_device = [i.to(self.device) for i in items]
+            if batch == 1:
+                device_packed[:total].copy_(on_device[0])
+            else:
+                torch.cat(on_device, out=device_packed[:total])
         graph.copied.record()
         graph.graph.replay()
         return graph.output[:batch].clone()
@@ -144,7 +201,7 @@ class SpeakerEncoder:
             return self._replay(graph, feats, lengths)
         padded = torch.zeros(len(feats), frames, FEAT_DIM, device=self.device)
         for i, f in enumerate(feats):
-            padded[i, : f.shape[0]] = f
+            padded[i, : f.shape[0]] = f.to(self.device)
         return self.model(padded, torch.tensor(lengths, device=self.device))
 
     def _run_waves(self, waves: list[torch.Tensor]) -> torch.Tensor:
@@ -163,7 +220,9 @@ class SpeakerEncoder:
                 raise ValueError(f"features must be [T, {FEAT_DIM}], got {tuple(f.shape)}")
             if f.shape[0] < 2:
                 raise ValueError("a reference needs at least 2 feature frames (about 35 ms of audio)")
-            checked.append(f.to(self.device, torch.float32))
+            # Left on the host if it is there: a graph replay packs host items into pinned memory
+            # and copies them in one transfer; the eager path moves them itself.
+            checked.append(f if f.dtype == torch.float32 else f.float())
         with self._lock, torch.no_grad(), precision_scope(self.allow_tf32, self.cudnn_tf32):
             return _in_chunks(checked, self._run_padded)
 

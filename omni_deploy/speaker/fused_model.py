@@ -35,6 +35,16 @@ def padded_length(frames: int) -> int:
     return max(FRAME_QUANTUM, -(-frames // FRAME_QUANTUM) * FRAME_QUANTUM)
 
 
+def unpack(packed: torch.Tensor, starts: torch.Tensor, lengths: torch.Tensor, width: int) -> torch.Tensor:
+    """[B, width, ...] right-padded items from rows starts[b] .. starts[b] + lengths[b] - 1 of
+    `packed` [N, ...]; zero past each length (what is there may be another item, or anything)."""
+    steps = torch.arange(width, device=packed.device)
+    index = (starts[:, None] + steps[None, :]).clamp_(0, packed.shape[0] - 1)
+    valid = steps[None, :] < lengths[:, None]
+    rows = packed[index]
+    return torch.where(valid.view(valid.shape + (1,) * (rows.dim() - 2)), rows, 0.0)
+
+
 @dataclass
 class Conv:
     weight: torch.Tensor
@@ -158,10 +168,12 @@ def default_backend(device: torch.device) -> str:
 
 
 def default_front_end() -> str:
-    """Where the Triton backend runs the front end, masks and pooling: torch (cuDNN convs and
-    element-wise kernels, timed on an H200) unless OMNI_DEPLOY_SPK_FRONT_END=triton picks the
-    fused kernels (a third of the launches, exact on CPU, not yet timed on a GPU)."""
-    return "triton" if os.environ.get("OMNI_DEPLOY_SPK_FRONT_END") == "triton" else "torch"
+    """Where the Triton backend runs the front end, masks and pooling: in fused Triton kernels
+    (bias + residual + ReLU + mask after each bias-free cuDNN conv, one launch for the input masks,
+    Triton statistics pooling), faster on an H200 in an A/B (docs/benchmarks.md), unless
+    OMNI_DEPLOY_SPK_FRONT_END=torch picks the torch path (cuDNN convs with their biases and
+    element-wise kernels), kept for triage."""
+    return "torch" if os.environ.get("OMNI_DEPLOY_SPK_FRONT_END") == "torch" else "triton"
 
 
 def _bias(conv: Conv) -> torch.Tensor:
@@ -353,11 +365,28 @@ class FusedCampplus:
         stats = torch.cat([mean, var.sqrt()], dim=-1)
         return F.linear(stats, self.dense_weight, self.dense_bias)
 
-    def _forward_triton(self, feats: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+    def forward_packed(
+        self, packed: torch.Tensor, starts: torch.Tensor, lengths: torch.Tensor, frames: int
+    ) -> torch.Tensor:
+        """The forward of items packed back to back in `packed` [N, 80] (item b: rows starts[b]
+        .. starts[b] + lengths[b] - 1), padded to `frames` (a multiple of 200) on the device."""
+        if frames % FRAME_QUANTUM:
+            raise ValueError(f"padded length {frames} is not a multiple of {FRAME_QUANTUM}")
+        if self.backend == "triton" and self.front_end == "triton":
+            return self._forward_triton(packed, lengths, starts, frames)
+        return self(unpack(packed, starts, lengths, frames), lengths)
+
+    def _forward_triton(
+        self,
+        feats: torch.Tensor,
+        lengths: torch.Tensor,
+        starts: torch.Tensor | None = None,
+        frames: int | None = None,
+    ) -> torch.Tensor:
         """The same computation in fewer launches: what a CUDA graph replays per reference."""
         from omni_deploy.speaker import triton_kernels as tk
 
-        x, mask1, mask2, half_lengths = tk.prepare(feats, lengths)
+        x, mask1, mask2, half_lengths = tk.prepare(feats, lengths, starts, frames)
         # cuDNN convs without bias; bias, residual, ReLU and mask in one pass after each.
         x = tk.bias_relu_mask(F.conv2d(x, self.head_conv1.weight, padding=1), _bias(self.head_conv1), mask1)
         for (stride, conv1, conv2, shortcut), bias in zip(self.res_blocks, self.block_biases, strict=True):

@@ -234,6 +234,7 @@ def _local_conv_gate_kernel(
 @triton.jit
 def _prepare_kernel(
     f_ptr,
+    start_ptr,
     len_ptr,
     x_ptr,
     m1_ptr,
@@ -244,10 +245,16 @@ def _prepare_kernel(
     FEAT: tl.constexpr,
     FEAT_P2: tl.constexpr,
     BLOCK_T: tl.constexpr,
+    PACKED: tl.constexpr,
 ):
     pid_t = tl.program_id(0)
     b = tl.program_id(1)
     n = tl.load(len_ptr + b)
+    # Padded input: item b's frames start at row b * T; packed input: at the row given for it.
+    if PACKED:  # noqa: SIM108 (a statement: Triton compiles only the branch the constant picks)
+        first = tl.load(start_ptr + b)
+    else:
+        first = b * T
     offs_t = pid_t * BLOCK_T + tl.arange(0, BLOCK_T)
     t_ok = offs_t < T
     valid = (offs_t < n) & t_ok
@@ -255,7 +262,7 @@ def _prepare_kernel(
     f_ok = offs_f < FEAT
     # Frames past the length are read as zero (they may hold anything, NaN included).
     v = tl.load(
-        f_ptr + b * T * FEAT + offs_t[None, :] * FEAT + offs_f[:, None],
+        f_ptr + (first + offs_t[None, :]) * FEAT + offs_f[:, None],
         mask=f_ok[:, None] & valid[None, :],
         other=0.0,
     )
@@ -456,12 +463,24 @@ def local_conv_gate(
 
 
 def prepare(
-    feats: torch.Tensor, lengths: torch.Tensor
+    feats: torch.Tensor,
+    lengths: torch.Tensor,
+    starts: torch.Tensor | None = None,
+    frames: int | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """One launch for the model's inputs: ([B, 1, 80, T] features with frames past each length
-    zeroed, [B, T] frame mask, [B, T/2] mask after the stride-2 TDNN, [B] lengths after it)."""
-    batch, frames, feat = feats.shape
+    zeroed, [B, T] frame mask, [B, T/2] mask after the stride-2 TDNN, [B] lengths after it).
+
+    `feats` is [B, T, 80] padded, or with `starts` and `frames`, [N, 80] packed: item b's frames
+    are rows starts[b] .. starts[b] + lengths[b] - 1 (gathered here, so no scatter launch).
+    """
     feats = feats.contiguous()
+    if starts is None:
+        batch, frames, feat = feats.shape
+    else:
+        if frames is None:
+            raise ValueError("packed features need the padded frame count")
+        batch, feat = lengths.shape[0], feats.shape[1]
     half = frames // 2
     x = feats.new_empty(batch, 1, feat, frames)
     mask1 = feats.new_empty(batch, frames)
@@ -470,6 +489,7 @@ def prepare(
     block = 32
     _prepare_kernel[(triton.cdiv(frames, block), batch)](
         feats,
+        starts if starts is not None else lengths,
         lengths,
         x,
         mask1,
@@ -480,6 +500,7 @@ def prepare(
         FEAT=feat,
         FEAT_P2=triton.next_power_of_2(feat),
         BLOCK_T=block,
+        PACKED=starts is not None,
         num_warps=4,
     )
     return x, mask1, mask2, half_lengths

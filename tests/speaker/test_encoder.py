@@ -91,28 +91,19 @@ class _ReplayStandIn:
         self.replays += 1
 
 
-class _NoEvent:
-    def record(self) -> None: ...
-    def synchronize(self) -> None: ...
-
-
-@pytest.fixture
-def graphed_cpu_encoder(standin_onnx: Path, monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
+@pytest.fixture(params=["device items", "host items"])
+def graphed_cpu_encoder(standin_onnx: Path, monkeypatch: pytest.MonkeyPatch, request):  # type: ignore[no-untyped-def]
+    """The graph path on the CPU: replays re-run the forward on the graph's own buffers. With
+    "host items", inputs go through the staging buffer and one copy, as CPU items do on CUDA."""
     from omni_deploy.speaker import encoder as enc
 
-    def record(self, inputs, lengths, fn):  # type: ignore[no-untyped-def]
+    def record(self, fn):  # type: ignore[no-untyped-def]
         output = fn().clone()
-        return enc._Graph(
-            _ReplayStandIn(fn, output),
-            inputs,
-            lengths,
-            output,
-            torch.empty(inputs.shape[0], dtype=torch.long),
-            _NoEvent(),
-        )
+        return _ReplayStandIn(fn, output), output
 
     monkeypatch.setattr(enc.SpeakerEncoder, "_record", record)
     monkeypatch.setattr(enc.SpeakerEncoder, "_use_graphs", lambda self: True)
+    monkeypatch.setattr(enc.SpeakerEncoder, "_from_host", lambda self, items: request.param == "host items")
     model = load_encoder(str(standin_onnx), device="cpu").model
     return enc.SpeakerEncoder(model, str(standin_onnx))
 
@@ -141,6 +132,8 @@ def test_waveform_graphs_hold_the_front_end(graphed_cpu_encoder) -> None:  # typ
         assert torch.allclose(got, expected, atol=1e-4), (got - expected).abs().max()
     assert {key[0] for key in encoder._graphs} == {"waveforms"}
     # 96000 samples are 598 frames: the 600-frame bucket, whose buffer holds 96240 samples.
-    assert encoder._graphs[("waveforms", 4, 600)].inputs.shape == (4, 96240)
+    graph = encoder._graphs[("waveforms", 4, 600)]
+    assert (graph.batch, graph.width, graph.row) == (4, 96240, 1)
+    assert graph.inputs.shape == (4 * 4 + 4 * 96240,)
     with pytest.raises(ValueError, match="at least 2 feature frames"):
         encoder.embed_waveforms([torch.zeros(500)], 16000)

@@ -22,6 +22,12 @@ def check_front_and_pooling(g: torch.Generator) -> None:
     assert torch.equal(mask2, (steps[None, :200] < half[:, None]).float())
     ref_x = torch.where(ref_mask1[:, :, None] > 0, feats, 0.0).transpose(1, 2)[:, None]
     assert torch.equal(x, ref_x)
+    # The same items packed back to back (in another order, NaN after them) give the same inputs.
+    packed = torch.cat([feats[2, :5], feats[0], feats[1, :255], torch.full((7, 80), float("nan"))])
+    starts = torch.tensor([5, 405, 0])
+    packed_out = tk.prepare(packed, lengths, starts, 400)
+    for got, expected in zip(packed_out, (x, mask1, mask2, half), strict=True):
+        assert torch.equal(got, expected)
 
     y = torch.randn(3, 4, 5, 400, generator=g)
     r = torch.randn(3, 4, 5, 400, generator=g)

@@ -1,5 +1,6 @@
 """Run in a subprocess with TRITON_INTERPRET=1: the whole CAM++ forward through the Triton kernels
-(with the torch front end and with the Triton one) against the torch path, for references of different lengths and NaN in the padded frames.
+(with the torch front end and with the Triton one) against the torch path, for references of
+different lengths and NaN in the padded frames, from padded and from packed input.
 
     triton_model_check.py CAMPPLUS_ONNX
 """
@@ -32,6 +33,10 @@ def main() -> int:
             print(f"front end {front}: max |diff| {diff:.3e} of {scale:.3e}")
             assert torch.isfinite(got).all()
             assert diff <= 1e-5 * max(scale, 1.0), diff
+            # Packed back to back, as the encoder's graphs take them (item 1 first, then item 0).
+            packed = torch.cat([feats[1, :237], feats[0]])
+            from_packed = model.forward_packed(packed, torch.tensor([237, 0]), lengths, 400)
+            assert torch.allclose(from_packed, got, atol=1e-6 * max(scale, 1.0)), front
     print("triton model matches torch")
     return 0
 
