@@ -4,7 +4,7 @@ stand-in weights.
 
     git archive REV omni_deploy | tar -x -C /tmp/other     # here, before the GPU run
     PYTHONPATH=. python3 benchmarks/speaker_ab.py --other /tmp/other [--record FILE]
-    PYTHONPATH=. python3 benchmarks/speaker_ab.py --other-env OMNI_DEPLOY_SPK_FRONT_END=triton
+    PYTHONPATH=. python3 benchmarks/speaker_ab.py --other-env OMNI_DEPLOY_SPK_FRONT_END=torch
 
 Prints one row per (version, batch) as measured, in the order run (this tree, the other, this tree
 again, so that drift of the machine shows), and writes them as JSON to --record.

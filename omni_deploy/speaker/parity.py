@@ -20,6 +20,7 @@ class ParityCase:
     tf32: bool
     cosine: float
     max_abs_diff: float  # of the L2-normalised embeddings
+    batched: bool = True  # all references in one call, or one call each
 
 
 def ort_session(onnx_path: str, threads: int | None = None) -> Any:
@@ -42,22 +43,42 @@ def _normalised(v: np.ndarray) -> np.ndarray:
 
 
 def compare(
-    encoder: SpeakerEncoder, session: Any, names: list[str], feats: list[torch.Tensor]
+    encoder: SpeakerEncoder,
+    session: Any,
+    names: list[str],
+    feats: list[torch.Tensor],
+    batched: bool = True,
 ) -> list[ParityCase]:
-    ours = encoder.embed_features(feats).float().cpu().numpy()
+    if batched:
+        ours = encoder.embed_features(feats).float().cpu().numpy()
+    else:  # through vllm-omni's callable, one reference at a time
+        ours = torch.cat([encoder(f) for f in feats]).float().cpu().numpy()
     cases = []
     for name, feat, mine in zip(names, feats, ours, strict=True):
         ref = session.run(None, {session.get_inputs()[0].name: feat[None].numpy()})[0][0]
         a, b = _normalised(mine), _normalised(ref)
         cases.append(
-            ParityCase(name, int(feat.shape[0]), encoder.allow_tf32, float(a @ b), float(np.abs(a - b).max()))
+            ParityCase(
+                name,
+                int(feat.shape[0]),
+                encoder.allow_tf32,
+                float(a @ b),
+                float(np.abs(a - b).max()),
+                batched,
+            )
         )
     return cases
 
 
 def run_parity(
-    onnx_path: str, refs: list[Reference], device: str, tf32_modes: list[bool], backend: str | None = None
+    onnx_path: str,
+    refs: list[Reference],
+    device: str,
+    tf32_modes: list[bool],
+    backend: str | None = None,
+    one_by_one: bool = False,
 ) -> list[ParityCase]:
+    """Cases of all references in one call; with `one_by_one`, also of one call per reference."""
     session = ort_session(onnx_path)
     feats = features_of(refs)
     names = [r.name for r in refs]
@@ -65,6 +86,8 @@ def run_parity(
     for tf32 in tf32_modes:
         encoder = get_encoder(onnx_path, device=device, allow_tf32=tf32, cudnn_tf32=tf32, backend=backend)
         cases.extend(compare(encoder, session, names, feats))
+        if one_by_one:
+            cases.extend(compare(encoder, session, names, feats, batched=False))
     return cases
 
 
@@ -76,5 +99,7 @@ def summary(cases: list[ParityCase]) -> dict[str, Any]:
             "min_cosine": min(c.cosine for c in subset),
             "max_abs_diff": max(c.max_abs_diff for c in subset),
             "cases": len(subset),
+            "min_cosine_single": min((c.cosine for c in subset if not c.batched), default=None),
+            "min_cosine_batched": min((c.cosine for c in subset if c.batched), default=None),
         }
     return out
