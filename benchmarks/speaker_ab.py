@@ -19,6 +19,9 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
+
+import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -30,16 +33,18 @@ from omni_deploy.speaker.onnx_weights import read_weights
 torch.backends.cuda.matmul.allow_tf32 = True
 model = FusedCampplus(read_weights(sys.argv[1]), "cuda", "triton")
 rows = []
+torch.manual_seed(0)
 with torch.no_grad():
     for batch in (1, 32):
         feats = torch.randn(batch, 600, 80, device="cuda")
         lengths = torch.full((batch,), 598, device="cuda")
-        rows.append({"batch": batch, "replay_ms": graph_replay_ms(model, feats, lengths, int(sys.argv[2]))})
+        ms = graph_replay_ms(model, feats, lengths, int(sys.argv[2]))
+        rows.append({"batch": batch, "replay_ms": ms, "out": model(feats, lengths).cpu().tolist()})
 print(json.dumps(rows))
 """
 
 
-def run(tree: Path, onnx: Path, repeats: int, extra_env: dict[str, str]) -> list[dict[str, float]]:
+def run(tree: Path, onnx: Path, repeats: int, extra_env: dict[str, str]) -> list[dict[str, Any]]:
     env = {**os.environ, **extra_env, "PYTHONPATH": str(tree)}
     done = subprocess.run(
         [sys.executable, "-c", CHILD, str(onnx), str(repeats)],
@@ -48,7 +53,7 @@ def run(tree: Path, onnx: Path, repeats: int, extra_env: dict[str, str]) -> list
         text=True,
         check=True,
     )
-    rows: list[dict[str, float]] = json.loads(done.stdout.strip().splitlines()[-1])
+    rows: list[dict[str, Any]] = json.loads(done.stdout.strip().splitlines()[-1])
     return rows
 
 
@@ -68,10 +73,21 @@ def main() -> int:
     other = Path(args.other) if args.other else ROOT
     results = []
     sides = (("this", ROOT, {}), ("other", other, other_env), ("this again", ROOT, {}))
+    first: dict[int, Any] = {}
     for label, tree, extra in sides:
         for row in run(tree, onnx, args.repeats, extra):
+            # The same inputs on every side: the largest difference of the outputs from this
+            # tree's first run (TF32 rounding apart, the versions compute the same function).
+            out = np.asarray(row.pop("out"))
+            reference = first.setdefault(row["batch"], out)
+            row["max_abs_diff_vs_first"] = float(np.abs(out - reference).max())
+            row["output_scale"] = float(np.abs(reference).max())
             results.append({"version": label, **row})
-            print(f"{label:12} B={row['batch']:<3} {row['replay_ms']:.3f} ms", flush=True)
+            print(
+                f"{label:12} B={row['batch']:<3} {row['replay_ms']:.3f} ms "
+                f"(outputs differ by {row['max_abs_diff_vs_first']:.2e} of {row['output_scale']:.2e})",
+                flush=True,
+            )
     if args.record:
         Path(args.record).write_text(
             json.dumps({"command": " ".join(sys.argv), "rows": results}, indent=2) + "\n"

@@ -151,6 +151,9 @@ def main() -> int:
         "--compile-timeout", type=float, default=300.0, help="seconds for the peer, all shapes"
     )
     parser.add_argument("--compile-batches", default="1,32", help="batch sizes of the peer ('' to skip it)")
+    parser.add_argument(
+        "--public-only", action="store_true", help="only the public-call figures (quick check)"
+    )
     parser.add_argument("--record", help="write the full results here as JSON")
     args = parser.parse_args()
 
@@ -175,6 +178,11 @@ def main() -> int:
         record["graph"] = export_standin(Path(onnx_path)).__dict__
         record["weights"] = STANDIN_NOTE
     print(f"model: {onnx_path} ({record.get('weights', 'given file')})", flush=True)
+
+    if args.public_only:
+        record["public_calls"] = public_calls(get_encoder(onnx_path, device=args.device), args.repeats)
+        save()
+        return 0
 
     # Parity: synthetic references of 1-6 s plus the segment-boundary lengths.
     refs = synthetic(args.parity_refs, seed=3)

@@ -29,7 +29,9 @@ from omni_deploy.speaker.standin import export_standin
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--out", required=True)
+    parser.add_argument("--only", default="", help="comma-separated CONFIG keys to tune (default: all)")
     args = parser.parse_args()
+    only = set(filter(None, args.only.split(",")))
     torch.backends.cuda.matmul.allow_tf32 = True
     torch.backends.cudnn.allow_tf32 = True
     path = Path(tempfile.mkdtemp()) / "standin.onnx"
@@ -46,7 +48,7 @@ def main() -> int:
             print(f"[{size}] start: {base:.3f} ms", flush=True)
             groups = {
                 f"bottleneck_{size}": [
-                    {"BLOCK_K": k, "num_stages": s} for k, s in itertools.product((32, 64, 128), (2, 3, 4))
+                    {"BLOCK_K": k, "num_stages": s} for k, s in itertools.product((32, 64, 128), (2, 3, 4, 5))
                 ]
                 + [
                     {"BLOCK_M": m, "BLOCK_T": t, "num_warps": w}
@@ -63,6 +65,8 @@ def main() -> int:
                 + [{"num_warps": w} for w in (1, 2, 4, 8)],
             }
             for key, options in groups.items():
+                if only and key not in only:
+                    continue
                 for option in options:
                     saved = copy.deepcopy(tk.CONFIG[key])
                     tk.CONFIG[key].update(option)

@@ -10,6 +10,7 @@ changes nothing). Lengths past the largest bucket run eagerly.
 
 from __future__ import annotations
 
+import itertools
 import os
 import threading
 from collections.abc import Callable
@@ -60,14 +61,18 @@ class _Graph:
     output: torch.Tensor
     copied: Any  # CUDA event: the last copy out of `staging` has been done
 
-    @property
-    def header_values(self) -> int:
-        return 4 * self.batch  # 2 * batch int64 values in float32 slots
+    def __post_init__(self) -> None:
+        # Views made once: slicing and viewing cost microseconds on every call otherwise.
+        self.header_values = 4 * self.batch  # 2 * batch int64 values in float32 slots
+        self.head_in = self.inputs[: self.header_values]
+        self.head_staged = self.staging[: self.header_values]
+        self.packed_in = self.views(self.inputs)[2]
+        self.packed_staged = self.views(self.staging)[2]
 
     def views(self, buffer: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """(lengths, starts, packed items) of `buffer` (the device input or its staging twin)."""
-        head = buffer[: self.header_values].view(torch.int64)
-        packed = buffer[self.header_values :]
+        head = buffer[: 4 * self.batch].view(torch.int64)
+        packed = buffer[4 * self.batch :]
         return head[: self.batch], head[self.batch :], packed.view(-1, self.row) if self.row > 1 else packed
 
 
@@ -154,7 +159,8 @@ class SpeakerEncoder:
         key = (kind, next(b for b in BATCH_BUCKETS if b >= batch), frames)
         graph = self._graphs.get(key)
         if graph is None:
-            graph = self._graphs[key] = self._capture(kind, key[1], frames)
+            with torch.no_grad(), precision_scope(self.allow_tf32, self.cudnn_tf32):
+                graph = self._graphs[key] = self._capture(kind, key[1], frames)
         return graph
 
     def _from_host(self, items: list[torch.Tensor]) -> bool:
@@ -165,33 +171,34 @@ class SpeakerEncoder:
         # Nothing is zeroed and nothing allocated but the result: the graph reads each item's own
         # rows only. Batch slots past the batch run item 0's rows at full width and are discarded.
         batch, slots = len(items), graph.batch
-        sizes = np.asarray(lengths, dtype=np.int64)
-        total = int(sizes.sum())
+        starts = list(itertools.accumulate(lengths, initial=0))
+        total = starts.pop()
         graph.copied.synchronize()  # the previous call's copy out of the staging buffer is done
         head = graph.header
-        head[:batch] = sizes
+        head[:batch] = lengths
         head[batch:slots] = graph.width
-        head[slots : slots + batch] = np.cumsum(sizes) - sizes
+        head[slots : slots + batch] = starts
         head[slots + batch :] = 0
-        used = graph.header_values + total * graph.row
-        _, _, device_packed = graph.views(graph.inputs)
         if self._from_host(items):
-            _, _, staged = graph.views(graph.staging)
+            staged = graph.packed_staged[:total]
             if batch == 1:  # host memcpy into pinned memory
-                staged[:total].copy_(items[0])
+                staged.copy_(items[0])
             else:
-                torch.cat(items, out=staged[:total])
+                torch.cat(items, out=staged)
+            used = graph.header_values + total * graph.row
             graph.inputs[:used].copy_(graph.staging[:used], non_blocking=True)  # the one transfer
         else:
-            graph.inputs[: graph.header_values].copy_(graph.staging[: graph.header_values], non_blocking=True)
-            on_device = [i.to(self.device) for i in items]
+            if any(i.device != self.device for i in items):  # a mix of host and device items
+                items = [i.to(self.device) for i in items]
+            graph.head_in.copy_(graph.head_staged, non_blocking=True)
+            packed = graph.packed_in[:total]
             if batch == 1:
-                device_packed[:total].copy_(on_device[0])
+                packed.copy_(items[0])
             else:
-                torch.cat(on_device, out=device_packed[:total])
+                torch.cat(items, out=packed)
         graph.copied.record()
         graph.graph.replay()
-        return graph.output[:batch].clone()
+        return graph.output.clone() if batch == slots else graph.output[:batch].clone()
 
     def _run_padded(self, feats: list[torch.Tensor]) -> torch.Tensor:
         lengths = [int(f.shape[0]) for f in feats]
@@ -202,7 +209,8 @@ class SpeakerEncoder:
         padded = torch.zeros(len(feats), frames, FEAT_DIM, device=self.device)
         for i, f in enumerate(feats):
             padded[i, : f.shape[0]] = f.to(self.device)
-        return self.model(padded, torch.tensor(lengths, device=self.device))
+        with torch.no_grad(), precision_scope(self.allow_tf32, self.cudnn_tf32):
+            return self.model(padded, torch.tensor(lengths, device=self.device))
 
     def _run_waves(self, waves: list[torch.Tensor]) -> torch.Tensor:
         samples = [int(w.shape[0]) for w in waves]
@@ -223,7 +231,9 @@ class SpeakerEncoder:
             # Left on the host if it is there: a graph replay packs host items into pinned memory
             # and copies them in one transfer; the eager path moves them itself.
             checked.append(f if f.dtype == torch.float32 else f.float())
-        with self._lock, torch.no_grad(), precision_scope(self.allow_tf32, self.cudnn_tf32):
+        # No precision scope around a replay (the graph fixed it when captured): captures and
+        # eager runs set it themselves.
+        with self._lock, torch.no_grad():
             return _in_chunks(checked, self._run_padded)
 
     def embed_waveforms(self, waveforms: list[Any], sample_rate: int) -> torch.Tensor:
@@ -238,7 +248,7 @@ class SpeakerEncoder:
             raise ValueError("a reference needs at least 2 feature frames (about 35 ms of audio)")
         longest = padded_length(max(num_frames(int(t.shape[0])) for t in tensors))
         if self._use_graphs() and longest <= MAX_GRAPH_FRAMES:
-            with self._lock, torch.no_grad(), precision_scope(self.allow_tf32, self.cudnn_tf32):
+            with self._lock, torch.no_grad():
                 return _in_chunks(tensors, self._run_waves)
         return self.embed_features(fbank(tensors))
 

@@ -28,6 +28,11 @@ import torch
 import triton
 import triton.language as tl
 
+try:  # grid dependency control (Hopper and newer); absent from older Triton releases
+    from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
+except ImportError:  # pragma: no cover - the kernels then never take the PDL branch
+    gdc_launch_dependents = gdc_wait = None
+
 SEG = 100
 
 # Tile sizes. Small tiles for small batches: one reference gives a 300-frame, 128-channel GEMM,
@@ -54,6 +59,27 @@ def _load_overrides() -> None:
 
 
 _load_overrides()
+
+
+def pdl_supported() -> bool:
+    """Whether this Triton and GPU can launch kernels with programmatic dependent launch."""
+    if gdc_wait is None or os.environ.get("TRITON_INTERPRET") == "1" or not torch.cuda.is_available():
+        return False
+    try:
+        from triton.backends.nvidia.compiler import CUDAOptions
+    except ImportError:
+        return False
+    return "launch_pdl" in CUDAOptions.__dataclass_fields__ and torch.cuda.get_device_capability()[0] >= 9
+
+
+# Programmatic dependent launch: each kernel may be launched while the one before it still runs
+# (its programs wait at the top for that kernel's results), which hides the launch gap between
+# the small dependent kernels that bound one reference's latency. OMNI_DEPLOY_SPK_PDL=1 turns it on.
+USE_PDL = os.environ.get("OMNI_DEPLOY_SPK_PDL") == "1" and pdl_supported()
+
+
+def _pdl() -> dict[str, bool]:
+    return {"PDL": True, "launch_pdl": True} if USE_PDL else {"PDL": False}
 
 
 def _config(kind: str, batch: int) -> dict[str, int]:
@@ -89,7 +115,11 @@ def _bottleneck_kernel(
     BLOCK_M: tl.constexpr,
     BLOCK_T: tl.constexpr,
     BLOCK_K: tl.constexpr,
+    PDL: tl.constexpr,
 ):
+    if PDL:  # launched early: the previous kernel's results first, then the next kernel may launch
+        gdc_wait()
+        gdc_launch_dependents()
     pid_t = tl.program_id(0)
     pid_m = tl.program_id(1)
     b = tl.program_id(2)
@@ -156,7 +186,11 @@ def _cam_gate_kernel(
     SEG_LEN: tl.constexpr,
     TILE: tl.constexpr,
     TILES_P2: tl.constexpr,
+    PDL: tl.constexpr,
 ):
+    if PDL:  # launched early: the previous kernel's results first, then the next kernel may launch
+        gdc_wait()
+        gdc_launch_dependents()
     s = tl.program_id(0)
     b = tl.program_id(1)
     valid = tl.load(len_ptr + b).to(tl.float32)
@@ -200,7 +234,11 @@ def _local_conv_gate_kernel(
     PRECISION: tl.constexpr,
     BLOCK_T: tl.constexpr,
     BLOCK_K: tl.constexpr,
+    PDL: tl.constexpr,
 ):
+    if PDL:  # launched early: the previous kernel's results first, then the next kernel may launch
+        gdc_wait()
+        gdc_launch_dependents()
     pid_t = tl.program_id(0)
     b = tl.program_id(1)
     offs_t = pid_t * BLOCK_T + tl.arange(0, BLOCK_T)
@@ -246,7 +284,11 @@ def _prepare_kernel(
     FEAT_P2: tl.constexpr,
     BLOCK_T: tl.constexpr,
     PACKED: tl.constexpr,
+    PDL: tl.constexpr,
 ):
+    if PDL:  # launched early: the previous kernel's results first, then the next kernel may launch
+        gdc_wait()
+        gdc_launch_dependents()
     pid_t = tl.program_id(0)
     b = tl.program_id(1)
     n = tl.load(len_ptr + b)
@@ -291,7 +333,11 @@ def _bias_relu_mask_kernel(
     HAS_RES: tl.constexpr,
     HAS_MASK: tl.constexpr,
     BLOCK: tl.constexpr,
+    PDL: tl.constexpr,
 ):
+    if PDL:  # launched early: the previous kernel's results first, then the next kernel may launch
+        gdc_wait()
+        gdc_launch_dependents()
     pid_s = tl.program_id(0)
     c = tl.program_id(1)
     b = tl.program_id(2)
@@ -309,8 +355,20 @@ def _bias_relu_mask_kernel(
 
 @triton.jit
 def _stats_pool_kernel(
-    x_ptr, stride_xb, stride_xc, len_ptr, out_ptr, C, T, BLOCK_C: tl.constexpr, BLOCK_T: tl.constexpr
+    x_ptr,
+    stride_xb,
+    stride_xc,
+    len_ptr,
+    out_ptr,
+    C,
+    T,
+    BLOCK_C: tl.constexpr,
+    BLOCK_T: tl.constexpr,
+    PDL: tl.constexpr,
 ):
+    if PDL:  # launched early: the previous kernel's results first, then the next kernel may launch
+        gdc_wait()
+        gdc_launch_dependents()
     pid_c = tl.program_id(0)
     b = tl.program_id(1)
     n = tl.load(len_ptr + b)
@@ -386,6 +444,7 @@ def bottleneck(
         SEG_LEN=SEG,
         PRECISION=_precision(),
         **cfg,
+        **_pdl(),
     )
 
 
@@ -431,6 +490,7 @@ def cam_gate(
         TILE=tile,
         TILES_P2=triton.next_power_of_2(tiles),
         num_warps=CONFIG["gate"]["num_warps"],
+        **_pdl(),
     )
 
 
@@ -459,6 +519,7 @@ def local_conv_gate(
         SEG_LEN=SEG,
         PRECISION=_precision(),
         **cfg,
+        **_pdl(),
     )
 
 
@@ -502,6 +563,7 @@ def prepare(
         BLOCK_T=block,
         PACKED=starts is not None,
         num_warps=4,
+        **_pdl(),
     )
     return x, mask1, mask2, half_lengths
 
@@ -541,6 +603,7 @@ def bias_relu_mask(
         HAS_MASK=mask is not None,
         BLOCK=block,
         num_warps=4,
+        **_pdl(),
     )
     return out
 
@@ -553,6 +616,16 @@ def stats_pool(x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
     out = x.new_empty(batch, 2 * channels)
     block_c = 32
     _stats_pool_kernel[(triton.cdiv(channels, block_c), batch)](
-        x, x.stride(0), x.stride(1), lengths, out, channels, frames, BLOCK_C=block_c, BLOCK_T=64, num_warps=4
+        x,
+        x.stride(0),
+        x.stride(1),
+        lengths,
+        out,
+        channels,
+        frames,
+        BLOCK_C=block_c,
+        BLOCK_T=64,
+        num_warps=4,
+        **_pdl(),
     )
     return out
