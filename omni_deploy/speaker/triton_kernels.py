@@ -72,14 +72,20 @@ def pdl_supported() -> bool:
     return "launch_pdl" in CUDAOptions.__dataclass_fields__ and torch.cuda.get_device_capability()[0] >= 9
 
 
-# Programmatic dependent launch: each kernel may be launched while the one before it still runs
-# (its programs wait at the top for that kernel's results), which hides the launch gap between
-# the small dependent kernels that bound one reference's latency. OMNI_DEPLOY_SPK_PDL=1 turns it on.
-USE_PDL = os.environ.get("OMNI_DEPLOY_SPK_PDL") == "1" and pdl_supported()
+# Programmatic dependent launch (PDL): each kernel may be launched while the one before it still
+# runs (its programs wait at the top for that kernel's results, then let the next kernel launch),
+# which hides the launch gap between the small dependent kernels that bound the latency of a few
+# references. On an H200 it took one reference from 1.10 to 1.00 ms of graph replay but 32 from
+# 5.28 to 5.54 ms (early programs hold multiprocessor slots the running kernel's later waves
+# need), with identical outputs (docs/benchmarks.md). So by default it is used below LARGE_BATCH
+# only; OMNI_DEPLOY_SPK_PDL=0 turns it off, =1 on at every batch size.
+PDL_MODE = os.environ.get("OMNI_DEPLOY_SPK_PDL", "auto")
+PDL_SUPPORTED = pdl_supported()
 
 
-def _pdl() -> dict[str, bool]:
-    return {"PDL": True, "launch_pdl": True} if USE_PDL else {"PDL": False}
+def _pdl(batch: int) -> dict[str, bool]:
+    on = PDL_SUPPORTED and (PDL_MODE == "1" or (PDL_MODE == "auto" and batch < LARGE_BATCH))
+    return {"PDL": True, "launch_pdl": True} if on else {"PDL": False}
 
 
 def _config(kind: str, batch: int) -> dict[str, int]:
@@ -444,7 +450,7 @@ def bottleneck(
         SEG_LEN=SEG,
         PRECISION=_precision(),
         **cfg,
-        **_pdl(),
+        **_pdl(batch),
     )
 
 
@@ -490,7 +496,7 @@ def cam_gate(
         TILE=tile,
         TILES_P2=triton.next_power_of_2(tiles),
         num_warps=CONFIG["gate"]["num_warps"],
-        **_pdl(),
+        **_pdl(batch),
     )
 
 
@@ -519,7 +525,7 @@ def local_conv_gate(
         SEG_LEN=SEG,
         PRECISION=_precision(),
         **cfg,
-        **_pdl(),
+        **_pdl(batch),
     )
 
 
@@ -563,7 +569,7 @@ def prepare(
         BLOCK_T=block,
         PACKED=starts is not None,
         num_warps=4,
-        **_pdl(),
+        **_pdl(batch),
     )
     return x, mask1, mask2, half_lengths
 
@@ -603,7 +609,7 @@ def bias_relu_mask(
         HAS_MASK=mask is not None,
         BLOCK=block,
         num_warps=4,
-        **_pdl(),
+        **_pdl(batch),
     )
     return out
 
@@ -626,6 +632,6 @@ def stats_pool(x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
         BLOCK_C=block_c,
         BLOCK_T=64,
         num_warps=4,
-        **_pdl(),
+        **_pdl(batch),
     )
     return out
