@@ -99,9 +99,11 @@ def public_calls(encoder: Any, repeats: int) -> dict[str, dict[str, float]]:
     return out
 
 
-def compile_peer(onnx_path: str, mode: str, timeout: float, batches: str) -> dict[str, Any]:
-    """benchmarks/speaker_compile_peer.py in a child process; what it measured before any timeout."""
-    record = Path(tempfile.mkdtemp()) / "peer.json"
+def compile_peer(onnx_path: str, mode: str, timeout: float, batches: str, record: Path) -> dict[str, Any]:
+    """benchmarks/speaker_compile_peer.py in a child process; what it measured before any timeout.
+
+    The child writes `record` after each batch size, so it also survives this process being
+    stopped (a device call's own time limit, say)."""
     command = [
         sys.executable,
         str(Path(__file__).with_name("speaker_compile_peer.py")),
@@ -238,8 +240,13 @@ def main() -> int:
     lookup = {(r.case, r.backend): r for r in rows}
     save()
     if args.compile_batches:
+        peer_record = (
+            Path(args.record).with_suffix(".compile-peer.json")
+            if args.record
+            else Path(tempfile.mkdtemp()) / "compile-peer.json"
+        )
         record["compile_peer"] = compile_peer(
-            onnx_path, args.compile_mode, args.compile_timeout, args.compile_batches
+            onnx_path, args.compile_mode, args.compile_timeout, args.compile_batches, peer_record
         )
         print(f"compile peer: {record['compile_peer']['status']}")
         for row in record["compile_peer"]["rows"]:
