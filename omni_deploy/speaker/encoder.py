@@ -213,7 +213,10 @@ class SpeakerEncoder:
             return self.model(padded, torch.tensor(lengths, device=self.device))
 
     def _run_waves(self, waves: list[torch.Tensor]) -> torch.Tensor:
-        samples = [int(w.shape[0]) for w in waves]
+        # Only the samples inside the last whole frame count (up to 159 after it do not): cut
+        # there, so that every item fits the graph's width for its frames.
+        samples = [FRAME_LENGTH + FRAME_SHIFT * (num_frames(int(w.shape[0])) - 1) for w in waves]
+        waves = [w[:n] for w, n in zip(waves, samples, strict=True)]
         graph = self._graph_for("waveforms", len(waves), padded_length(max(num_frames(n) for n in samples)))
         assert graph is not None  # embed_waveforms checked that these lengths have graphs
         return self._replay(graph, waves, samples)
