@@ -85,6 +85,34 @@ def gone(pid: int, timeout: float = 5.0) -> bool:
     return False
 
 
+def group_gone(pgid: int, timeout: float = 5.0) -> bool:
+    """No live process is left in the group. Killed workers are orphans that linger as zombies
+    (still group members) until init reaps them, which can take a while on a loaded machine."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return True
+        if not _live_members(pgid):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def _live_members(pgid: int) -> list[int]:
+    live = []
+    for status in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = status.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # exited while we looked
+        state, group = fields[0], int(fields[2])
+        if group == pgid and state not in ("Z", "X"):
+            live.append(int(status.parent.name))
+    return live
+
+
 @pytest.fixture
 def serve_env(tmp_path: Path) -> dict[str, str]:
     versions = fake_dist_info(tmp_path / "site", {"vllm": "0.30.0", "vllm-omni": "0.30.0"})
