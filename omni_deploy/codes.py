@@ -82,8 +82,12 @@ W303 = _declare("W303", WARNING, "key in the Code2Wav extra that MiniCPM-o's Cod
 E304 = _declare("E304", ERROR, "unknown duplex_session key: vllm-omni refuses to start", _V + "unknown_duplex_key.yaml")
 W305 = _declare("W305", WARNING, "unknown platform, or unknown key in a platform section", _V + "unknown_platform.yaml")
 W306 = _declare("W306", WARNING, "unknown connector key", _V + "unknown_connector_key.yaml")
-W310 = _declare("W310", WARNING, "key read only by a newer vllm-omni than the target", _V + "newer_version_key.yaml")
+E307 = _declare("E307", ERROR, "unknown key one slip from a key the target reads there (a typo: did you mean)", _V + "typos.yaml")
+W310 = _declare("W310", WARNING, "key the target vllm-omni's code does not read (other versions do, or none)", _V + "newer_version_key.yaml")
 E311 = _declare("E311", ERROR, "key the target vllm-omni rejects (removed stage argument)", _V + "removed_stage_args.yaml")
+I312 = _declare("I312", INFO, "stage_args file the target still loads with its legacy loader", _V + "legacy_stage_args.yaml")
+I313 = _declare("I313", INFO, "key read by omni-deploy's vLLM plugin, not by the target vllm-omni", _V + "plugin_key.yaml")
+I314 = _declare("I314", INFO, "no code of the target version to read: another version's reads stand in", _V + "target_without_code.yaml")
 # Topology: stage ids, connector wiring, merges.
 E320 = _declare("E320", ERROR, "stage_id appears twice in one list", _V + "duplicate_stage_id.yaml")
 E321 = _declare("E321", ERROR, "stage_id missing or not a non-negative integer", _V + "bad_stage_ids.yaml")

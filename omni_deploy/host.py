@@ -67,11 +67,12 @@ class HostCaps:
 
 def assumed_host(target_version: str) -> HostCaps:
     """The serving host `omni-deploy serve` expects: omni-deploy[speaker] and its plugin installed."""
-    return HostCaps(
-        probed=False,
-        vllm_omni=target_version,
-        vllm_omni_reads_device_spk=target_version == MAIN or major_minor(target_version) > (0, 30),
-    )
+    from omni_deploy.knowledge.target import for_host
+
+    # Only code says a version reads the key: a release's committed reads, or an installed
+    # unreleased vllm-omni's source. `main` without a main checkout installed claims nothing.
+    reads = for_host(target_version).reads("code2wav", "token2wav_device_spk") is not None
+    return HostCaps(probed=False, vllm_omni=target_version, vllm_omni_reads_device_spk=reads)
 
 
 def _importable(name: str) -> bool:
@@ -82,14 +83,14 @@ def _importable(name: str) -> bool:
 
 
 def vllm_omni_reads_device_spk() -> bool:
+    """Whether the installed vllm-omni's own code reads token2wav_device_spk (its source, by AST)."""
+    from omni_deploy.knowledge.target import installed_reads
+
     root = installed_vllm_omni_dir()
-    source = (
-        root / "model_executor" / "models" / "minicpmo_4_5" / "minicpmo_4_5_code2wav.py" if root else None
-    )
-    try:
-        return source is not None and "token2wav_device_spk" in source.read_text(encoding="utf-8")
-    except OSError:
+    if root is None:
         return False
+    version = installed_version("vllm-omni") or MAIN
+    return installed_reads(version, root.parent).reads("code2wav", "token2wav_device_spk") is not None
 
 
 def plugin_registered() -> bool:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -10,6 +11,9 @@ from omni_deploy.cli_inputs import file_argument, stdin_filename_option
 from omni_deploy.cli_params import PipelineType, PlatformType, TargetVersionType
 from omni_deploy.config.stage_schema import PLATFORMS
 from omni_deploy.knowledge.versions import RELEASED, default_target_version
+
+if TYPE_CHECKING:
+    from omni_deploy.validate.project import ProjectSettings
 
 
 @click.command()
@@ -21,12 +25,33 @@ from omni_deploy.knowledge.versions import RELEASED, default_target_version
     type=PlatformType("all"),
     help="Platforms to check (repeatable, any case). Default: cuda plus every platform the file has a section for.",
 )
-@click.option("--strict", is_flag=True, help="Warnings count as errors.")
+@click.option(
+    "--strict/--no-strict",
+    default=None,
+    help="Warnings count as errors (default: the project settings' strict, else off).",
+)
+@click.option(
+    "--ignore",
+    "ignore",
+    multiple=True,
+    metavar="CODE[,CODE]",
+    help="Leave these finding codes out (repeatable; adds to the project settings' ignore). One line: "
+    "a comment '# omni-deploy: ignore[W310]' on it, or alone on the line above.",
+)
 @click.option(
     "--target-version",
     type=TargetVersionType(),
     default=None,
-    help=f"vllm-omni version to check against: a release, 'installed' or 'main' (default: the installed one, else {RELEASED}).",
+    help="vllm-omni version to check against: a release, 'installed' or 'main' (default: the project "
+    f"settings', else the installed one, else {RELEASED}). A release is checked against what its code "
+    "reads; an installed vllm-omni that is not a release is read now.",
+)
+@click.option(
+    "--vllm-omni-source",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    default=None,
+    help="A vllm-omni source tree (the folder that holds vllm_omni/, e.g. a main checkout) read as the "
+    "target's code.",
 )
 @click.option(
     "--gpu-memory-gib",
@@ -68,8 +93,10 @@ from omni_deploy.knowledge.versions import RELEASED, default_target_version
 def validate(
     files: tuple[str, ...],
     platforms: tuple[str, ...],
-    strict: bool,
+    strict: bool | None,
+    ignore: tuple[str, ...],
     target_version: str | None,
+    vllm_omni_source: Path | None,
     gpu_memory_gib: float | None,
     pipeline: str | None,
     model_config: Path | None,
@@ -82,14 +109,16 @@ def validate(
 
     A FILE may be '-' (stdin), a directory (its deploy files) or a quoted glob. Findings point at
     file:line:col. Exit 0 when no errors (and, with --strict, no warnings), 1 otherwise, 2 on
-    usage errors.
+    usage errors. Project settings (ignore, target-version, strict) come from the nearest
+    .omni-deploy.yaml or pyproject.toml [tool.omni-deploy] at or above the working directory.
     """
     from omni_deploy.cli_inputs import read_inputs
     from omni_deploy.validate.context import Options, model_shape_from_config
     from omni_deploy.validate.report import REPORTERS
     from omni_deploy.validate.runner import validate_file
 
-    target = target_version or default_target_version()
+    settings = _project_settings(ignore)
+    target = target_version or settings.target_version or default_target_version()
     inputs = read_inputs(files, stdin_filename)
     if skip_non_deploy:
         inputs = [i for i in inputs if _is_deploy_file(i)]
@@ -102,7 +131,11 @@ def validate(
             raise click.BadParameter(
                 f"cannot read the Talker's shape from it: {exc}", param_hint="--model-config"
             ) from None
-    options = Options(chosen, strict, target, gpu_memory_gib, pipeline, shape, gpus_per_node)
+    strict = settings.strict if strict is None else strict
+    options = Options(
+        chosen, bool(strict), target, gpu_memory_gib, pipeline, shape, gpus_per_node,
+        vllm_omni_source=vllm_omni_source, ignore=settings.ignore,
+    )  # fmt: skip
     reports = [validate_file(i.name, options, text=i.text) for i in inputs]
     output = REPORTERS[fmt](reports)
     if fmt == "text":
@@ -115,6 +148,28 @@ def validate(
     click.echo(output, color=fmt == "text" or None)
     failed = any(not r.valid for r in reports)
     return 1 if failed else 0
+
+
+def _project_settings(ignore: tuple[str, ...]) -> ProjectSettings:
+    """The project settings found from the working directory, with --ignore's codes added."""
+    from dataclasses import replace
+
+    from omni_deploy.validate import project
+
+    settings = project.find(Path.cwd())
+    codes = set(settings.ignore)
+    for text in ignore:
+        try:
+            codes |= project.parse_codes(text)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint="--ignore") from None
+    target = settings.target_version
+    if target is not None:
+        try:
+            target = TargetVersionType().convert(target, None, None)
+        except click.BadParameter as exc:
+            raise click.UsageError(f"{settings.source}: target-version: {exc.message}") from None
+    return replace(settings, ignore=frozenset(codes), target_version=target)
 
 
 def _is_deploy_file(source: object) -> bool:

@@ -7,7 +7,10 @@ Places:
 - `connector`: a `connectors.<name>` entry; - `connector_extra`: the connector transport's `extra`;
 - `code2wav`: MiniCPM-o 4.5 Code2Wav options, in the `extra` of the connector stage 2 receives;
 - `platform`: a `platforms.<p>` section.
-Facts come from vllm-omni 0.30.0's wheel and, for `since="main"`, from vllm-omni main after it.
+Which versions read a key, where, and with which default is not written here: it is generated from
+each release's code (`upstream_keys.json`, see `generate.py`) and joined by `status()`. What code
+cannot tell lives here: meaning, JSON types, bounds, hints, and who reads the keys vllm-omni's own
+code does not (`reader`).
 """
 
 from __future__ import annotations
@@ -16,11 +19,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from omni_deploy.config.stage_schema import STAGE_ENGINE_FIELDS
-from omni_deploy.knowledge.versions import MAIN, RELEASED
 from omni_deploy.speaker_rules import DEFAULTS as SPK_DEFAULTS
 from omni_deploy.speaker_rules import KEY_ALLOW_TF32, KEY_DEVICE_SPK, KEY_TRT
 
 NO_DEFAULT = object()
+
+# Who reads a key (Key.reader).
+VLLM_OMNI = "vllm-omni"  # vllm-omni's own code: the versions come from upstream_keys.json
+VLLM = "vllm"  # a stage key vllm-omni passes to vLLM as an engine argument
+PLUGIN = "plugin"  # omni-deploy's own vLLM plugin (omni_deploy/integrations/vllm_plugin.py)
+ELSEWHERE = "elsewhere"  # vllm-omni code outside what the generator reads (a different file kind)
+NOBODY = "nobody"  # published configs carry it, no release's code reads it
 
 
 @dataclass(frozen=True)
@@ -30,14 +39,15 @@ class Key:
     types: tuple[str, ...] = ()  # JSON Schema types; empty: anything
     default: Any = NO_DEFAULT
     meaning: str = ""
-    since: str = RELEASED
-    until: str | None = None  # first version that no longer reads it
+    reader: str = VLLM_OMNI
     minimum: float | None = None
     exclusive_minimum: float | None = None
     maximum: float | None = None
     enum: tuple[Any, ...] | None = None
     items: str | None = None  # JSON type of list items
     item_minimum: float | None = None
+    pattern: str | None = None  # for string values
+    pattern_words: str | None = None  # the pattern said in words, for messages
     engine_extra: bool = False  # a stage key that vllm-omni passes to vLLM as an engine argument
     error_if_present: str | None = None  # the key is refused outright
 
@@ -73,7 +83,7 @@ TOP: list[Key] = [
     _k("pipeline_parallel_size", "top", f"{INT}|null", None, "Pipeline-parallel size (every stage).", minimum=1),
     _k("custom_voice_dir", "top", f"{STR}|null", None, "Folder of custom reference voices."),
     _k("forced_aligner", "top", f"{MAP}|null", None, "Only in a --forced-aligner-config file: the word-timestamp "
-       "pooling stage appended to the pipeline."),
+       "pooling stage appended to the pipeline.", reader=ELSEWHERE),
     _k("stage_args", "top", "", NO_DEFAULT, "Removed schema.",
        error_if_present="the `stage_args` schema was removed; vllm-omni refuses the file. Put deployment "
        "settings under `stages` (topology is defined by the pipeline)"),
@@ -100,7 +110,9 @@ _STAGE_TYPED: dict[str, Key] = {
     k.name: k
     for k in [
         _k("stage_id", "stage", INT, NO_DEFAULT, "Which pipeline stage this entry configures.", minimum=0),
-        _k("devices", "stage", f"{STR}|{INT}|null", None, "Logical device indices (into CUDA_VISIBLE_DEVICES), e.g. \"0\" or \"0,1\"."),
+        _k("devices", "stage", f"{STR}|{INT}|null", None, "Logical device indices (into CUDA_VISIBLE_DEVICES), e.g. \"0\" or \"0,1\".",
+           minimum=0, pattern=r"^\s*\d+\s*(,\s*\d+\s*)*$",
+           pattern_words="a comma list of non-negative device indices such as \"0\" or \"0,1\""),
         _k("num_replicas", "stage", INT, 1, "Copies of this stage.", minimum=1),
         _k("env", "stage", f"{MAP}|null", None, "Environment variables of the stage's processes."),
         _k("async_chunk", "stage", f"{BOOL}|null", None, "false opts this stage out of async chunking."),
@@ -123,7 +135,8 @@ _STAGE_TYPED: dict[str, Key] = {
         _k("async_scheduling", "stage", f"{BOOL}|null", None, "vLLM async scheduling."),
         _k("mm_processor_cache_gb", "stage", f"{NUM}|null", None, "Multimodal processor cache size.", minimum=0),
         _k("compilation_config", "stage", f"{MAP}|null", None, "vLLM compilation config."),
-        _k("model_runner", "stage", STR, NO_DEFAULT, "Model runner for this stage only.", since=MAIN, enum=("v1", "v2")),
+        _k("model_runner", "stage", STR, NO_DEFAULT, "Model runner for this stage only (no release reads it per "
+           "stage; use the top-level or platform model_runner).", reader=NOBODY, enum=("v1", "v2")),
     ]
 }  # fmt: skip
 
@@ -186,7 +199,7 @@ STAGE: list[Key] = [
         for n in STAGE_ENGINE_FIELDS
         if n not in _STAGE_TYPED
     ],
-    *[Key(**{**k.__dict__, "engine_extra": True}) for k in _ENGINE_EXTRAS],
+    *[Key(**{**k.__dict__, "engine_extra": True, "reader": VLLM}) for k in _ENGINE_EXTRAS],
 ]
 
 CONNECTOR: list[Key] = [
@@ -194,11 +207,14 @@ CONNECTOR: list[Key] = [
     _k("extra", "connector", f"{MAP}|null", None, "Options of the connector and of the stages it feeds."),
 ]
 
+# Carried by published profiles (and once ours); no release's connector code reads them.
 CONNECTOR_EXTRA: list[Key] = [
-    _k("connector_get_sleep_s", "connector_extra", NUM, NO_DEFAULT, "Poll interval of the receiving side (s).", minimum=0),
+    _k("connector_get_sleep_s", "connector_extra", NUM, NO_DEFAULT, "Poll interval of the receiving side (s).",
+       minimum=0, reader=NOBODY),
     _k("connector_get_max_wait_first_chunk", "connector_extra", INT, NO_DEFAULT, "Polls to wait for the first chunk.",
-       minimum=0),
-    _k("connector_get_max_wait", "connector_extra", INT, NO_DEFAULT, "Polls to wait for later chunks.", minimum=0),
+       minimum=0, reader=NOBODY),
+    _k("connector_get_max_wait", "connector_extra", INT, NO_DEFAULT, "Polls to wait for later chunks.", minimum=0,
+       reader=NOBODY),
 ]  # fmt: skip
 
 CODE2WAV: list[Key] = [
@@ -226,21 +242,27 @@ CODE2WAV: list[Key] = [
        minimum=0),
     _k("prompt_cache_id", "code2wav", STR, "HT_ref_audio", "Cache id of the default voice."),
     _k("prompt_wav", "code2wav", STR, None, "Default reference voice (default <model>/assets/HT_ref_audio.wav)."),
-    # Read in the Code2Wav stage by omni-deploy's vLLM plugin (vllm-omni itself reads neither);
-    # names and defaults from speaker_rules, the table the plugin applies.
+    # Read by omni-deploy's vLLM plugin; no vllm-omni release reads them.
+    # Names and defaults from speaker_rules, the table the plugin applies.
     _k(KEY_ALLOW_TF32, "code2wav", BOOL, SPK_DEFAULTS[KEY_ALLOW_TF32], "TF32 matmuls for the CUDA CAM++ "
-       "speaker embedding (read by omni-deploy's vLLM plugin)."),
+       "speaker embedding.", reader=PLUGIN),
     _k(KEY_DEVICE_SPK, "code2wav", BOOL, SPK_DEFAULTS[KEY_DEVICE_SPK], "CAM++ speaker embedding in torch on the "
-       "stage's CUDA device; false: ONNX Runtime on the CPU (read by omni-deploy's vLLM plugin)."),
-    _k("micro_batch_size", "code2wav", INT, NO_DEFAULT, "Most requests per CFM estimator call.", since=MAIN, minimum=1),
-    _k("cfm_graph_precapture", "code2wav", BOOL, NO_DEFAULT, "Capture CFM graphs at start-up.", since=MAIN),
-    _k("initial_codec_chunk_frames", "code2wav", INT, NO_DEFAULT, "Frames of the first chunk.", since=MAIN,
-       exclusive_minimum=0),
-    _k("hift_max_lazy_graphs", "code2wav", INT, NO_DEFAULT, "Most HiFT graphs captured lazily.", since=MAIN, minimum=0),
-    _k("max_serial_batch", "code2wav", INT, NO_DEFAULT, "Largest batch decoded serially.", since=MAIN, minimum=1),
-    _k("max_graph_batch", "code2wav", INT, NO_DEFAULT, "Largest batch replayed through graphs.", since=MAIN, minimum=1),
-    _k("enable_whole_euler", "code2wav", BOOL, NO_DEFAULT, "All Euler steps in one graph.", since=MAIN),
-    _k("cfm_graph_offset_bucket_frames", "code2wav", INT, NO_DEFAULT, "CFM offset bucket.", since=MAIN, minimum=0),
+       "stage's CUDA device; false: ONNX Runtime on the CPU.", reader=PLUGIN),
+    # The seed's Code2Wav keys: no release reads them. A newer vllm-omni that does is seen when it is
+    # installed (its source is read at run time).
+    *[
+        _k(name, "code2wav", types, NO_DEFAULT, meaning, reader=NOBODY, **bounds)
+        for name, types, meaning, bounds in [
+            ("micro_batch_size", INT, "Most requests per CFM estimator call.", {"minimum": 1}),
+            ("cfm_graph_precapture", BOOL, "Capture CFM graphs at start-up.", {}),
+            ("initial_codec_chunk_frames", INT, "Frames of the first chunk.", {"exclusive_minimum": 0}),
+            ("hift_max_lazy_graphs", INT, "Most HiFT graphs captured lazily.", {"minimum": 0}),
+            ("max_serial_batch", INT, "Largest batch decoded serially.", {"minimum": 1}),
+            ("max_graph_batch", INT, "Largest batch replayed through graphs.", {"minimum": 1}),
+            ("enable_whole_euler", BOOL, "All Euler steps in one graph.", {}),
+            ("cfm_graph_offset_bucket_frames", INT, "CFM offset bucket.", {"minimum": 0}),
+        ]
+    ],
 ]  # fmt: skip
 
 # NPU graph switches: stage 2's `additional_config`, not connector keys.

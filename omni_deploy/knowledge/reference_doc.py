@@ -1,25 +1,36 @@
-"""docs/deploy-reference.md, generated from the knowledge table."""
+"""docs/deploy-reference.md: the hand-written table (meaning, type, bounds) joined with what each
+released vllm-omni's code reads (versions, default per version, file:line upstream)."""
 
 from __future__ import annotations
 
 import json
+from typing import Any
 
-from omni_deploy.knowledge.keys import ALL, NO_DEFAULT, UNREAD, Key
-from omni_deploy.knowledge.versions import MAIN, RELEASED
+from omni_deploy.knowledge.keys import ALL, ELSEWHERE, NO_DEFAULT, NOBODY, PLUGIN, UNREAD, VLLM, Key
+from omni_deploy.knowledge.target import data, describe_versions
 
 _SECTIONS = [
-    ("top", "Top level"),
-    ("duplex_session", "duplex_session"),
-    ("stage", "Stage entries (`stages[]`, also `platforms.<p>.stages[]`)"),
-    ("connector", "Connectors (`connectors.<name>`)"),
-    ("connector_extra", "Connector transport options (`connectors.<name>.extra`)"),
-    ("code2wav", "MiniCPM-o 4.5 Code2Wav options (extra of the connector stage 2 receives from stage 1)"),
-    ("stage2_additional_config", "MiniCPM-o 4.5 NPU graph switches (stage 2 `additional_config`)"),
-    ("platform", "Platform sections (`platforms.<cuda|rocm|npu|xpu|musa>`)"),
-]
+    ("top", "top", "Top level"),
+    ("duplex_session", "duplex_session", "duplex_session"),
+    ("stage", "stage", "Stage entries (`stages[]`)"),
+    ("stage", "platform_stage", "Platform stage entries (`platforms.<p>.stages[]`)"),
+    ("connector", "connector", "Connectors (`connectors.<name>`)"),
+    ("connector_extra", "connector_extra", "Connector transport options (`connectors.<name>.extra`)"),
+    ("code2wav", "code2wav", "MiniCPM-o 4.5 Code2Wav options (extra of the connector stage 2 receives from stage 1)"),
+    ("stage2_additional_config", "stage2_additional_config", "MiniCPM-o 4.5 NPU graph switches (stage 2 `additional_config`)"),
+    ("platform", "platform", "Platform sections (`platforms.<cuda|rocm|npu|xpu|musa>`)"),
+]  # fmt: skip
+_OTHER_READERS = {
+    VLLM: "vLLM (engine argument)",
+    PLUGIN: "omni-deploy's vLLM plugin",
+    ELSEWHERE: "vllm-omni (another file kind)",
+    NOBODY: "no release",
+}
 
 
-def _bounds(key: Key) -> str:
+def _bounds(key: Key | None) -> str:
+    if key is None:
+        return ""
     parts = []
     if key.minimum is not None:
         parts.append(f">= {key.minimum:g}")
@@ -36,38 +47,99 @@ def _bounds(key: Key) -> str:
     return ", ".join(parts)
 
 
-def _row(key: Key) -> str:
-    types = " or ".join(key.types) if key.types else "any"
-    default = "" if key.default is NO_DEFAULT else f"`{json.dumps(key.default)}`"
-    if key.error_if_present:
-        versions = "refused"
-    elif key.since == MAIN:
-        versions = f"main after {RELEASED}"
+def _short(at: str) -> str:
+    """vllm_omni/config/stage_config.py:420 -> config/stage_config.py:420"""
+    return at.removeprefix("vllm_omni/")
+
+
+def _where(info: dict[str, Any]) -> str:
+    """Per file, the lines each version reads the key at, newest first: `f.py` 0.30.0: 580, 808; ..."""
+    by_file: dict[str, dict[str, list[str]]] = {}
+    for version in reversed(list(info["read_by"])):
+        for at in info["read_by"][version]["at"]:
+            file, line = _short(at).rsplit(":", 1)
+            by_file.setdefault(file, {}).setdefault(version, []).append(line)
+    out = []
+    for file, per_version in by_file.items():
+        same: dict[str, list[str]] = {}  # versions that read it at the same lines
+        for version, lines in per_version.items():
+            same.setdefault(", ".join(lines), []).append(version)
+        spelled = "; ".join(
+            f"{describe_versions(sorted(vs, key=_order))}: {lines}" for lines, vs in same.items()
+        )
+        out.append(f"`{file}` {spelled}")
+    return "<br>".join(out)
+
+
+def _order(version: str) -> int:
+    return list(data()["versions"]).index(version)
+
+
+def _default(key: Key | None, info: dict[str, Any] | None) -> str:
+    if info is not None:
+        seen: dict[str, list[str]] = {}
+        for version, entry in info["read_by"].items():
+            if "default" in entry:
+                seen.setdefault(f"`{json.dumps(entry['default'])}`", []).append(version)
+            elif "default_code" in entry:
+                code = entry["default_code"].replace("|", "\\|")
+                seen.setdefault(f"`{code}`", []).append(version)
+        if len(seen) == 1:
+            return next(iter(seen))
+        return "; ".join(f"{d} ({describe_versions(vs)})" for d, vs in seen.items())
+    if key is not None and key.default is not NO_DEFAULT:
+        return f"`{json.dumps(key.default)}`"
+    return ""
+
+
+def _row(name: str, key: Key | None, info: dict[str, Any] | None) -> str:
+    types = " or ".join(key.types) if key and key.types else "any"
+    if info is not None:
+        versions = describe_versions(list(info["read_by"]))
+        if any(e.get("refused") for e in info["read_by"].values()):
+            versions = f"refused by {versions}"
+        where = _where(info)
     else:
-        versions = f">= {key.since}"
-    kind = " (vLLM engine argument)" if key.engine_extra else ""
-    meaning = key.meaning.replace("|", "\\|")
-    return f"| `{key.name}` | {types} | {default} | {_bounds(key)} | {versions} | {meaning}{kind} |"
+        versions = _OTHER_READERS.get(key.reader if key else NOBODY, "")
+        where = ""
+    meaning = (key.meaning if key else "").replace("|", "\\|")
+    return (
+        f"| `{name}` | {types} | {_default(key, info)} | {_bounds(key)} | {versions} | {where} | {meaning} |"
+    )
 
 
 def reference_markdown() -> str:
+    versions = list(data()["versions"])
     lines = [
         "# Deploy key reference",
         "",
-        "Generated by `omni-deploy schema --reference` from omni-deploy's knowledge table; do not edit by",
-        f"hand (a test fails when this page and the table differ). Versions: `>= {RELEASED}` is read by the",
-        f"released vllm-omni {RELEASED}; `main after {RELEASED}` only by vllm-omni main after it, so {RELEASED} ignores",
-        "it silently and `omni-deploy validate` warns (W310).",
+        "Generated by `omni-deploy schema --reference`; do not edit by hand (a test fails when this page",
+        "differs). *Read by* and *where* come from each released vllm-omni wheel's own code",
+        f"({', '.join(versions)}), read by `python -m omni_deploy.knowledge.generate` into",
+        "`omni_deploy/knowledge/upstream_keys.json`; lines are in that release's file (paths under",
+        "`vllm_omni/`). Default: what the code states (a literal, or its expression), per version where",
+        "it changed. Type, bounds and meaning are omni-deploy's table (`omni_deploy/knowledge/keys.py`).",
         "",
-        "Keys not listed are reported by `omni-deploy validate`: at the top level vllm-omni ignores them",
-        "(W301); in a stage vllm-omni passes them to vLLM as engine arguments (W302); in the Code2Wav",
-        "connector's extra nothing reads them (W303).",
+        "`omni-deploy validate --target-version V` warns (W310) about a key the code of V does not read;",
+        "for an installed vllm-omni that is not a release (a main checkout, a newer version) it reads",
+        "that installed source the same way at run time. Keys not listed are unknown: a near miss of a",
+        'known key is an error with "did you mean"; others are warnings (errors with --strict).',
     ]
-    for place, title in _SECTIONS:
-        keys = [k for k in ALL if k.place == place]
-        lines += ["", f"## {title}", "", "| key | type | default | bounds | read by | meaning |",
-                  "| --- | --- | --- | --- | --- | --- |"]  # fmt: skip
-        lines += [_row(k) for k in sorted(keys, key=lambda k: (k.engine_extra, k.name))]
+    for place, data_place, title in _SECTIONS:
+        table = {k.name: k for k in ALL if k.place == place}
+        generated = data()["keys"].get(data_place, {})
+        names = sorted(
+            set(generated) | set(table), key=lambda n: (table.get(n) is not None and table[n].engine_extra, n)
+        )
+        lines += ["", f"## {title}", "", "| key | type | default | bounds | read by | where | meaning |",
+                  "| --- | --- | --- | --- | --- | --- | --- |"]  # fmt: skip
+        lines += [_row(n, table.get(n), generated.get(n)) for n in names]
     lines += ["", "## Keys no release reads", ""]
     lines += [f"- `{place}`: `{name}`: {why}" for (place, name), why in UNREAD.items()]
+    legacy = data()["legacy_stage_args"]
+    lines += ["", "## The legacy `stage_args` schema", ""]
+    lines += [
+        f"- {v}: a file with `stage_args` goes to the legacy loader (`{_short(at)}`)"
+        for v, at in legacy.items()
+    ]
     return "\n".join(lines) + "\n"

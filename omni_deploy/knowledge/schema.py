@@ -5,8 +5,17 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from omni_deploy.knowledge.keys import CODE2WAV, CONNECTOR_EXTRA, NO_DEFAULT, Key, by_place
-from omni_deploy.knowledge.versions import MAIN, RELEASED
+from omni_deploy.knowledge.keys import (
+    CODE2WAV,
+    CONNECTOR_EXTRA,
+    ELSEWHERE,
+    NO_DEFAULT,
+    PLUGIN,
+    VLLM,
+    Key,
+    by_place,
+)
+from omni_deploy.knowledge.target import describe_versions, versions_reading
 
 SCHEMA_ID = "urn:omni-deploy:schemas:deploy"
 
@@ -23,6 +32,9 @@ def _property(key: Key) -> dict[str, Any]:
         value = getattr(key, attr)
         if value is not None:
             prop[name] = value
+    if key.pattern is not None:
+        prop["pattern"] = key.pattern
+        prop["x-expected"] = key.pattern_words
     if key.enum is not None:
         prop["enum"] = list(key.enum)
     if key.items:
@@ -32,9 +44,20 @@ def _property(key: Key) -> dict[str, Any]:
         prop["items"] = item
     if key.default is not NO_DEFAULT:
         prop["default"] = key.default
-    versions = f"vllm-omni main after {RELEASED} only" if key.since == MAIN else f"vllm-omni >= {key.since}"
-    prop["description"] = f"{key.meaning} Read by {versions}."
+    prop["description"] = f"{key.meaning} Read by {_readers(key)}."
     return prop
+
+
+def _readers(key: Key) -> str:
+    if key.reader == VLLM:
+        return "vLLM (a stage key vllm-omni passes on as an engine argument)"
+    if key.reader == PLUGIN:
+        return "omni-deploy's vLLM plugin (no vllm-omni release reads it)"
+    if key.reader == ELSEWHERE:
+        return "vllm-omni, outside deploy files"
+    places = ("code2wav", "connector_extra") if key.place == "code2wav" else (key.place,)
+    versions = sorted({v for p in places for v in versions_reading(p, key.name)})
+    return f"vllm-omni {describe_versions(versions)}" if versions else "no vllm-omni release"
 
 
 def _object(place: str, extra: dict[str, Any] | None = None, nullable: bool = False) -> dict[str, Any]:

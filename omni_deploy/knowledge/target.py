@@ -149,7 +149,7 @@ def installed_reads(version: str, root: Path) -> TargetReads:
     places = {
         place: {key: _entry(raw) for key, raw in keys.items()} for place, keys in payload["places"].items()
     }
-    source = f"installed vllm-omni {version} at {root / 'vllm_omni'} (its source, read now)"
+    source = f"vllm-omni {version} at {root / 'vllm_omni'} (its source, read now)"
     return TargetReads(version, version, source, places, payload["legacy_stage_args"])
 
 

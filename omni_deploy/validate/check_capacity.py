@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import replace
 
 from omni_deploy import codes, jsonpath
 from omni_deploy.config.nodes import Map, Node, Origin, Scalar, Seq, to_plain
 from omni_deploy.config.platform import PlatformApplied
+from omni_deploy.validate import blame
 from omni_deploy.validate.context import Context
 from omni_deploy.validate.findings import Finding, at
 
@@ -78,20 +80,22 @@ def _memory_on(ctx: Context, platform: str, applied: PlatformApplied) -> list[Fi
                     f"({util:g} x {gib:g} GiB = {util * gib:.2f} GiB)",
                 )
             )
+    top = ctx.deployment.top
     for device, entries in sorted(shares.items()):
         total = round(sum(v for _, v, _ in entries), 6)
         if total <= 0.95:
             continue
-        listing = ", ".join(f"stage {sid} {v:g}" for sid, v, _ in entries)
         code = codes.E350 if total > 1.0 + 1e-9 else codes.W351
-        last = entries[-1]
+        chosen = blame.pick([o for _, _, o in entries], top)
+        sid = entries[-1 if chosen is None else chosen][0]
         findings.append(
             at(
-                last[2],
+                None if chosen is None else entries[chosen][2],
                 ctx.file,
                 code,
-                f"{jsonpath.stage(last[0])}.gpu_memory_utilization",
-                f"on {platform}: stages sharing device {device} ask for {total:.2f} of its memory ({listing})",
+                f"{jsonpath.stage(sid)}.gpu_memory_utilization",
+                f"on {platform}: stages sharing device {device} ask for {total:.2f} of its memory "
+                f"({_listing(entries, chosen, lambda v: f'{v:g}')})",
                 "lower gpu_memory_utilization or move a stage to another device"
                 if code is codes.E350
                 else "less than 5 % is left for CUDA graphs, cuDNN workspaces and fragmentation",
@@ -101,19 +105,29 @@ def _memory_on(ctx: Context, platform: str, applied: PlatformApplied) -> list[Fi
         for device, entries in sorted(budgets.items()):
             total = sum(v for _, v, _ in entries)
             if total > gib * GIB:
-                listing = ", ".join(f"stage {sid} {v / GIB:.2f} GiB" for sid, v, _ in entries)
-                last = entries[-1]
+                chosen = blame.pick([o for _, _, o in entries], top)
+                sid = entries[-1 if chosen is None else chosen][0]
                 findings.append(
                     at(
-                        last[2],
+                        None if chosen is None else entries[chosen][2],
                         ctx.file,
                         codes.E352,
-                        f"{jsonpath.stage(last[0])}.kv_cache_memory_bytes",
+                        f"{jsonpath.stage(sid)}.kv_cache_memory_bytes",
                         f"on {platform}: KV budgets on device {device} add up to {total / GIB:.2f} GiB, more than "
-                        f"the {gib:g} GiB card ({listing})",
+                        f"the {gib:g} GiB card ({_listing(entries, chosen, lambda v: f'{v / GIB:.2f} GiB')})",
                     )
                 )
     return findings
+
+
+def _listing(
+    entries: list[tuple[int, float, Origin]], chosen: int | None, show: Callable[[float], str]
+) -> str:
+    """`stage 1 0.8, stage 2 0.9 at base.yaml:90`: each value, and where the ones not pointed at live."""
+    return ", ".join(
+        f"stage {sid} {show(v)}" + ("" if i == chosen else f" {blame.spelled(origin)}")
+        for i, (sid, v, origin) in enumerate(entries)
+    )
 
 
 def check_minicpmo_capacity(ctx: Context) -> list[Finding]:
@@ -149,7 +163,9 @@ def check_minicpmo_capacity(ctx: Context) -> list[Finding]:
                     "the graphs are never used",
                 )
             )
-    micro = _number(extra.get("micro_batch_size")) if extra else None
+    # Only a vllm-omni whose code reads micro_batch_size (no release does) acts on it.
+    reads_micro = ctx.target_reads.reads("code2wav", "micro_batch_size") is not None
+    micro = _number(extra.get("micro_batch_size")) if extra and reads_micro else None
     if micro is not None and capacity is not None and micro > capacity and extra is not None:
         node = extra.get("micro_batch_size")
         findings.append(

@@ -1,32 +1,34 @@
-"""Unknown keys (with "did you mean") and keys the target vllm-omni version does not read."""
+"""Keys: unknown (a near miss of a known key is an error with "did you mean"), refused, or not read
+by the target vllm-omni, as its own code says (knowledge/readers.py)."""
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Callable, Iterable
 
 from omni_deploy import codes, jsonpath
 from omni_deploy.codes import Code
 from omni_deploy.config.nodes import Map, Node, Origin, Seq, child_path
 from omni_deploy.config.stage_schema import PLATFORMS
-from omni_deploy.knowledge.keys import (
-    CODE2WAV,
-    CONNECTOR_EXTRA,
-    NPU_GRAPH_KEYS,
-    UNREAD,
-    Key,
-    by_place,
+from omni_deploy.knowledge.keys import NPU_GRAPH_KEYS
+from omni_deploy.knowledge.readers import (
+    BY_PLUGIN,
+    LEGACY,
+    NOT_READ,
+    REFUSED,
+    UNKNOWN,
+    known_names,
+    status,
+    table,
 )
-from omni_deploy.knowledge.versions import MAIN, RELEASED, reads
+from omni_deploy.knowledge.target import TargetReads
 from omni_deploy.validate.context import Context
 from omni_deploy.validate.findings import Finding, at
+from omni_deploy.validate.typos import near_miss
 
-TOP, STAGE, DUPLEX = by_place("top"), by_place("stage"), by_place("duplex_session")
-CONNECTOR, PLATFORM = by_place("connector"), by_place("platform")
-CODE2WAV_KEYS = {k.name: k for k in [*CODE2WAV, *CONNECTOR_EXTRA]}
 _PLACE_WORDS = {
     "top": "the top level",
     "stage": "a stage entry",
+    "platform_stage": "a platform stage entry",
     "duplex_session": "duplex_session",
     "connector": "a connector",
     "code2wav": "the Code2Wav connector's extra",
@@ -34,142 +36,139 @@ _PLACE_WORDS = {
 }
 
 
-def _suggest(name: str, candidates: Iterable[str]) -> str | None:
-    close = difflib.get_close_matches(name, list(candidates), n=1, cutoff=0.75)
-    return f"did you mean '{close[0]}'?" if close else None
-
-
 def _elsewhere(name: str, here: str) -> str | None:
-    for place, table in (("top", TOP), ("stage", STAGE), ("code2wav", CODE2WAV_KEYS)):
-        if place != here and name in table:
+    for place in ("top", "stage", "code2wav"):
+        if place != here and name in table(place):
             return f"'{name}' belongs in {_PLACE_WORDS[place]}"
     return None
+
+
+# What an unknown key is at each place when it is no near miss: code and message.
+UnknownReport = Callable[[str], tuple[Code, str]]
 
 
 class _KeyWalker:
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
+        self.reads: TargetReads = ctx.target_reads
         self.findings: list[Finding] = []
 
-    def add(self, origin: Origin | None, code: Code, path: str, message: str, hint: str | None) -> None:
+    def add(
+        self, origin: Origin | None, code: Code, path: str, message: str, hint: str | None = None
+    ) -> None:
         self.findings.append(at(origin, self.ctx.file, code, path, message, hint))
 
-    def mapping(
-        self,
-        node: Node | None,
-        path: str,
-        table: dict[str, Key],
-        unknown: Callable[[str, str, Origin], None],
-    ) -> None:
+    def mapping(self, node: Node | None, path: str, place: str, unknown: UnknownReport) -> None:
         if not isinstance(node, Map):
             return
         for key, entry in node.entries.items():
-            name = str(key)
-            key_path = child_path(path, key)
-            known = table.get(name)
-            if known is None:
-                unknown(name, key_path, entry.key_origin)
-            else:
-                self.version(known, key_path, entry.key_origin)
+            self.key(str(key), child_path(path, key), entry.key_origin, place, unknown)
 
-    def version(self, key: Key, path: str, origin: Origin) -> None:
-        target = self.ctx.options.target_version
-        if key.error_if_present:
-            self.add(origin, codes.E311, path, key.error_if_present, None)
-        elif not reads(key.since, target, key.until):
-            who = f"vllm-omni main (after {RELEASED})" if key.since == MAIN else f"vllm-omni >= {key.since}"
+    def key(self, name: str, path: str, origin: Origin, place: str, unknown: UnknownReport) -> bool:
+        """Report one key; True when the target reads it (its contents are worth checking)."""
+        found = status(place, name, self.reads)
+        if found.kind == REFUSED:
+            self.add(origin, codes.E311, path, found.message)
+        elif found.kind == LEGACY:
+            self.add(origin, codes.I312, path, found.message)
+        elif found.kind == BY_PLUGIN:
             self.add(
-                origin,
-                codes.W310,
-                path,
-                f"'{key.name}' is read by {who} only; vllm-omni {target} ignores it",
-                "keep it for newer servers, or drop it",
+                origin, codes.I313, path, found.message, "serve through `omni-deploy serve` (the plugin)"
             )
+        elif found.kind == NOT_READ:
+            hint = "keep it for the versions that read it, or drop it"
+            if place in ("stage", "platform_stage"):
+                hint = "this version passes it to vLLM as an engine argument"
+            self.add(origin, codes.W310, path, found.message, hint)
+        elif found.kind == UNKNOWN:
+            close = near_miss(name, known_names(place, self.reads))
+            if close is not None:
+                self.add(
+                    origin,
+                    codes.E307,
+                    path,
+                    f"unknown key '{name}' in {_PLACE_WORDS.get(place, place)}, one slip from '{close}' "
+                    f"(known there for {self.reads.source}): as written it is ignored",
+                    f"did you mean '{close}'?",
+                )
+            else:
+                code, message = unknown(name)
+                self.add(origin, code, path, message, _elsewhere(name, place))
+        return found.kind not in (NOT_READ, REFUSED, LEGACY, UNKNOWN)
 
 
 def check_keys(ctx: Context) -> list[Finding]:
     walker = _KeyWalker(ctx)
     root = ctx.deployment.config
+    if not walker.reads.exact:
+        walker.add(None, codes.I314, "$", f"keys are checked against {walker.reads.source}")
 
-    def top_unknown(name: str, path: str, origin: Origin) -> None:
-        hint = _elsewhere(name, "top") or _suggest(name, TOP)
-        walker.add(origin, codes.W301, path, f"unknown top-level key '{name}': vllm-omni ignores it", hint)
+    def top_unknown(name: str) -> tuple[Code, str]:
+        return codes.W301, f"unknown top-level key '{name}': vllm-omni ignores it"
 
-    walker.mapping(root, "$", TOP, top_unknown)
+    reads_top = {}
+    for key, entry in root.entries.items():
+        reads_top[str(key)] = walker.key(str(key), child_path("$", key), entry.key_origin, "top", top_unknown)
 
-    def duplex_unknown(name: str, path: str, origin: Origin) -> None:
-        walker.add(
-            origin,
-            codes.E304,
-            path,
-            f"unknown duplex_session key '{name}': vllm-omni refuses to start",
-            _suggest(name, DUPLEX),
-        )
+    def duplex_unknown(name: str) -> tuple[Code, str]:
+        return codes.E304, f"unknown duplex_session key '{name}': vllm-omni refuses to start"
 
-    walker.mapping(root.get("duplex_session"), "$.duplex_session", DUPLEX, duplex_unknown)
+    if reads_top.get("duplex_session"):
+        walker.mapping(root.get("duplex_session"), "$.duplex_session", "duplex_session", duplex_unknown)
 
-    for path, stage in _stage_entries(root):
-        _check_stage(walker, stage, path)
+    for path, stage, place in _stage_entries(root):
+        _check_stage(walker, stage, path, place)
+
+    def connector_unknown(name: str) -> tuple[Code, str]:
+        return codes.W306, f"unknown connector key '{name}'"
 
     connectors = ctx.deployment.connectors()
     for name, connector in connectors.items() if connectors else []:
-        base = child_path("$.connectors", name)
-
-        def connector_unknown(key: str, path: str, origin: Origin) -> None:
-            walker.add(origin, codes.W306, path, f"unknown connector key '{key}'", _suggest(key, CONNECTOR))
-
-        walker.mapping(connector, base, CONNECTOR, connector_unknown)
+        walker.mapping(connector, child_path("$.connectors", name), "connector", connector_unknown)
 
     found = ctx.deployment.code2wav_connector()
     if found is not None:
         name, connector = found
-        extra_path = jsonpath.connector_extra(name)
 
-        def extra_unknown(key: str, path: str, origin: Origin) -> None:
-            if key in NPU_GRAPH_KEYS:
-                return  # check_platform_rules says where it belongs
-            walker.add(
-                origin,
+        def extra_unknown(key: str) -> tuple[Code, str]:
+            return (
                 codes.W303,
-                path,
                 f"'{key}' is not a MiniCPM-o Code2Wav option: the connector extra never reads it",
-                _elsewhere(key, "code2wav") or _suggest(key, CODE2WAV_KEYS),
             )
 
-        walker.mapping(connector.get("extra"), extra_path, CODE2WAV_KEYS, extra_unknown)
+        extra = connector.get("extra")
+        for key, entry in extra.entries.items() if isinstance(extra, Map) else []:
+            if str(key) in NPU_GRAPH_KEYS:
+                continue  # check_platform_rules says where it belongs
+            walker.key(str(key), child_path(jsonpath.connector_extra(name), key), entry.key_origin, "code2wav",
+                       extra_unknown)  # fmt: skip
 
     platforms = ctx.deployment.platform_sections()
     for plat, entry in platforms.entries.items() if platforms else []:
-        section = entry.node
         plat_path = child_path("$.platforms", plat)
         if plat not in PLATFORMS:
-            walker.add(
-                entry.key_origin,
-                codes.W305,
-                plat_path,
-                f"unknown platform '{plat}': vllm-omni applies only {', '.join(PLATFORMS)}",
-                _suggest(str(plat), PLATFORMS),
-            )
+            close = near_miss(str(plat), PLATFORMS)
+            if close is not None:
+                walker.add(entry.key_origin, codes.E307, plat_path,
+                           f"unknown platform '{plat}', one slip from '{close}': its section is never applied",
+                           f"did you mean '{close}'?")  # fmt: skip
+            else:
+                walker.add(entry.key_origin, codes.W305, plat_path,
+                           f"unknown platform '{plat}': vllm-omni applies only {', '.join(PLATFORMS)}")  # fmt: skip
 
-        def platform_unknown(key: str, path: str, origin: Origin) -> None:
-            reason = UNREAD.get(("platform", key))
-            message = (
-                f"'{key}' in a platform section: {reason}"
-                if reason
-                else f"unknown platform key '{key}': ignored"
-            )
-            walker.add(origin, codes.W305, path, message, None if reason else _suggest(key, PLATFORM))
+        def platform_unknown(key: str) -> tuple[Code, str]:
+            return codes.W305, f"unknown platform key '{key}': ignored"
 
-        walker.mapping(section, plat_path, PLATFORM, platform_unknown)
+        walker.mapping(entry.node, plat_path, "platform", platform_unknown)
     return walker.findings
 
 
-def _stage_entries(root: Map) -> Iterable[tuple[str, Map]]:
+def _stage_entries(root: Map) -> Iterable[tuple[str, Map, str]]:
     stages = root.get("stages")
     if isinstance(stages, Seq):
         for i, stage in enumerate(stages.items):
             if isinstance(stage, Map):
-                yield f"$.stages[{i}]", stage
+                yield f"$.stages[{i}]", stage, "stage"
     platforms = root.get("platforms")
     if isinstance(platforms, Map):
         for plat, section in platforms.items():
@@ -177,23 +176,18 @@ def _stage_entries(root: Map) -> Iterable[tuple[str, Map]]:
             if isinstance(entries, Seq):
                 for i, stage in enumerate(entries.items):
                     if isinstance(stage, Map):
-                        yield f"{child_path('$.platforms', plat)}.stages[{i}]", stage
+                        yield f"{child_path('$.platforms', plat)}.stages[{i}]", stage, "platform_stage"
 
 
-def _check_stage(walker: _KeyWalker, stage: Map, path: str) -> None:
-    def stage_unknown(name: str, key_path: str, origin: Origin) -> None:
-        hint = _elsewhere(name, "stage") or _suggest(name, STAGE)
-        walker.add(
-            origin,
-            codes.W302,
-            key_path,
+def _check_stage(walker: _KeyWalker, stage: Map, path: str, place: str) -> None:
+    def stage_unknown(name: str) -> tuple[Code, str]:
+        return codes.W302, (
             f"'{name}' is neither a vllm-omni stage field nor a known vLLM engine argument; vllm-omni passes "
-            "it to vLLM through engine_extras, which may reject or ignore it",
-            hint,
+            "it to vLLM through engine_extras, which may reject or ignore it"
         )
 
-    walker.mapping(stage, path, STAGE, stage_unknown)
-    walker.mapping(stage.get("engine_args"), f"{path}.engine_args", STAGE, stage_unknown)
+    walker.mapping(stage, path, place, stage_unknown)
+    walker.mapping(stage.get("engine_args"), f"{path}.engine_args", place, stage_unknown)
     runtime = stage.get("runtime")
     if isinstance(runtime, Map):
         for key, entry in runtime.entries.items():
@@ -203,5 +197,4 @@ def _check_stage(walker: _KeyWalker, stage: Map, path: str) -> None:
                     codes.W302,
                     child_path(f"{path}.runtime", key),
                     f"'{key}' is not read from runtime (devices, num_replicas, env)",
-                    None,
                 )

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 from omni_deploy.config.platform import PlatformApplied
 from omni_deploy.deployment import Deployment
+from omni_deploy.knowledge.target import TargetReads
 from omni_deploy.knowledge.versions import RELEASED
 
 
@@ -27,6 +29,10 @@ class Options:
     pipeline: str | None = None
     model_shape: ModelShape | None = None
     gpus_per_node: int | None = None  # set: check placement on nodes of this many GPUs
+    # A vllm-omni source tree (the folder holding vllm_omni/) read as the target's code, e.g. a
+    # main checkout that is not installed.
+    vllm_omni_source: Path | None = None
+    ignore: frozenset[str] = frozenset()  # finding codes to leave out (--ignore, project settings)
 
 
 @dataclass
@@ -36,6 +42,15 @@ class Context:
     deployment: Deployment
     options: Options
     applied: dict[str, PlatformApplied] = field(default_factory=dict)
+
+    @cached_property
+    def target_reads(self) -> TargetReads:
+        """What the target vllm-omni's code reads (the installed source, read now, when unreleased)."""
+        from omni_deploy.knowledge.target import for_host, installed_reads
+
+        if self.options.vllm_omni_source is not None:
+            return installed_reads(self.options.target_version, self.options.vllm_omni_source)
+        return for_host(self.options.target_version)
 
     @property
     def file(self) -> str:

@@ -10,6 +10,7 @@ from omni_deploy.config.nodes import env_values
 from omni_deploy.deployment import Deployment
 from omni_deploy.errors import ConfigError
 from omni_deploy.k8s.check import check_multi_node
+from omni_deploy.validate import blame, suppress
 from omni_deploy.validate.check_capacity import (
     check_batched_tokens,
     check_gpu_memory,
@@ -95,7 +96,8 @@ def validate_deployment(deployment: Deployment, options: Options) -> FileReport:
             report.findings.extend(check(ctx))
         except ConfigError as error:
             report.findings.append(_from_error(error, name))
-    unique = list(dict.fromkeys(report.findings))
+    located = blame.keep_to_user_files(list(dict.fromkeys(report.findings)), deployment.top, name)
+    unique = suppress.keep(located, options.ignore)
     unique.sort(key=lambda f: (f.file, f.line, f.column, f.code))
     if options.strict:
         unique = [replace(f, severity=ERROR) if f.severity == WARNING else f for f in unique]

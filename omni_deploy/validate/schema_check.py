@@ -57,9 +57,9 @@ def _errors(ctx: Context, validator: Any, prefix: list[Any]) -> list[Finding]:
     findings = []
     node, _ = locate(ctx.deployment.config, prefix)
     for error in validator.iter_errors(to_plain(node)):
-        if error.validator in _LEFT_TO_OTHER_CHECKS or _LEFT_TO_OTHER_CHECKS & set(
-            map(str, error.schema_path)
-        ):
+        # Unknown keys and platform names are check_keys's; values under a platform section (reached
+        # through additionalProperties) are checked here like any other.
+        if error.validator in _LEFT_TO_OTHER_CHECKS or "propertyNames" in map(str, error.schema_path):
             continue
         path = prefix + list(error.absolute_path)
         if path and path[-1] == "stage_id":
@@ -73,6 +73,8 @@ def _errors(ctx: Context, validator: Any, prefix: list[Any]) -> list[Finding]:
 def _message(error: Any) -> str:
     if error.validator == "type" and _not_finite(error.instance):
         return f"{error.instance!r} is not a finite number (NaN and infinity are refused)"
+    if error.validator == "pattern":
+        return f"{error.instance!r} is not {error.schema.get('x-expected', 'of the expected form')}"
     if error.validator == "type":
         expected = error.validator_value
         kinds = " or ".join(expected) if isinstance(expected, list) else expected

@@ -19,14 +19,25 @@ def test_text_output_points_at_file_line_col(
 ) -> None:
     monkeypatch.chdir(ROOT)
     result = run_cli(capsys, "validate", str(NEG / "unknown_stage_key.yaml"), "--target-version", "0.30.0")
-    assert result.code == 0  # a warning only
+    assert result.code == 0  # a truly unknown key: a warning only
     first = result.out.splitlines()[0]
     # file:line:col of the file that set it; the path is in the merged config (stage 1 is its 2nd entry).
     assert first.startswith(
-        "tests/data/validate/negative/unknown_stage_key.yaml:5:5: warning[W302] $.stages[1].max_num_seq: "
+        "tests/data/validate/negative/unknown_stage_key.yaml:5:5: warning[W302] $.stages[1].my_custom_knob: "
     )
-    assert first.endswith("(did you mean 'max_num_seqs'?)")
     assert result.out.splitlines()[-1] == "ok: 0 error(s), 1 warning(s), 0 info in 1 file"
+
+
+def test_typo_is_an_error_at_the_users_line(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    base = (NEG.parent / "base_minicpmo.yaml").resolve()
+    path = tmp_path / "overlay.yaml"
+    path.write_text(f"base_config: {base}\nstages:\n  - stage_id: 1\n    max_num_seq: 8\n")
+    result = run_cli(capsys, "validate", str(path), "--target-version", "0.30.0")
+    assert result.code == 1
+    assert f"{path}:4:5: error[E307] $.stages[1].max_num_seq: " in result.out
+    assert "(did you mean 'max_num_seqs'?)" in result.out
 
 
 def test_json_output_shape_and_exit_code(capsys: pytest.CaptureFixture[str]) -> None:
@@ -40,12 +51,35 @@ def test_json_output_shape_and_exit_code(capsys: pytest.CaptureFixture[str]) -> 
     assert (finding["code"], finding["line"], finding["column"]) == ("E201", 6, 19)
 
 
-def test_strict_fails_on_warnings(capsys: pytest.CaptureFixture[str]) -> None:
-    args = ["validate", str(ROOT / "deploy" / "turn-bench.yaml"), "--target-version", "0.30.0"]
+def test_strict_fails_on_warnings_and_ignore_silences(capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["validate", str(NEG / "memory_tight.yaml"), "--target-version", "0.30.0"]
     assert run_cli(capsys, *args).code == 0
     strict = run_cli(capsys, *args, "--strict")
-    assert strict.code == 1 and "error[W310]" in strict.out
-    assert run_cli(capsys, *args, "--strict", "--target-version", "main").code == 0
+    assert strict.code == 1 and "error[W351]" in strict.out
+    assert run_cli(capsys, *args, "--strict", "--ignore", "W351,W340").code == 0
+    assert run_cli(capsys, *args, "--ignore", "bogus").code == 2
+
+
+def test_bundled_deploy_files_pass_strict(capsys: pytest.CaptureFixture[str]) -> None:
+    files = [str(p) for p in sorted((ROOT / "deploy").glob("*.yaml"))]
+    result = run_cli(capsys, "validate", "--strict", "--target-version", "0.30.0", *files)
+    assert result.code == 0, result.out
+
+
+def test_project_settings_from_the_working_directory_upwards(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    (tmp_path / "pyproject.toml").write_text('[tool.omni-deploy]\nstrict = true\nignore = ["W340"]\n')
+    inner = tmp_path / "configs" / "gpu"
+    inner.mkdir(parents=True)
+    monkeypatch.chdir(inner)
+    path = str(NEG / "memory_tight.yaml")
+    assert run_cli(capsys, "validate", path, "--target-version", "0.30.0").code == 1  # strict from the file
+    assert run_cli(capsys, "validate", path, "--target-version", "0.30.0", "--no-strict").code == 0
+    assert run_cli(capsys, "validate", path, "--target-version", "0.30.0", "--ignore", "W351").code == 0
+    (inner / ".omni-deploy.yaml").write_text("strictt: true\n")
+    bad = run_cli(capsys, "validate", path)
+    assert bad.code == 1 and "strictt" in (bad.out + bad.err) and "Traceback" not in bad.err
 
 
 def test_default_file_and_usage_errors(capsys: pytest.CaptureFixture[str]) -> None:

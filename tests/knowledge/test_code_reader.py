@@ -18,19 +18,27 @@ def _places() -> dict[str, dict[str, dict[str, object]]]:
 
 def test_top_level_keys_from_the_dataclass_and_the_loader() -> None:
     top = _places()["top"]
-    assert set(top) == {"async_chunk", "stages", "platforms", "speech_cache", "base_config", "stage_args"}
+    assert set(top) == {
+        "async_chunk", "session_mode", "model_runner", "connectors", "stages", "platforms", "pipeline",
+        "speech_cache", "base_config", "stage_args",
+    }  # fmt: skip
     assert top["async_chunk"]["default"] is True
     assert top["stages"]["default"] == []
     assert top["stage_args"]["refused"] is True
-    assert top["speech_cache"]["at"] == [f"{STAGE_CONFIG}:20", f"{STAGE_CONFIG}:40"]  # field, loader
+    assert top["speech_cache"]["at"] == [f"{STAGE_CONFIG}:28", f"{STAGE_CONFIG}:48"]  # field, loader
 
 
 def test_stage_and_platform_stage_keys() -> None:
     places = _places()
-    assert set(places["stage"]) == {"stage_id", "devices", "num_replicas", "max_num_seqs", "engine_extras"}
+    assert set(places["stage"]) == {
+        "stage_id", "devices", "num_replicas", "output_connectors", "input_connectors", "max_num_seqs",
+        "max_model_len", "gpu_memory_utilization", "engine_extras",
+    }  # fmt: skip
     assert places["stage"]["num_replicas"]["default"] == 1
     assert {"stage_id", "devices", "max_num_seqs"} <= set(places["platform_stage"])
-    assert set(places["platform"]) == {"stages"}
+    assert set(places["platform"]) == {"stages", "model_runner"}
+    assert set(places["connector"]) == {"name", "extra"}
+    assert set(places["stage2_additional_config"]) == {"code2wav_enable_npu_graph", "code2wav_max_npu_graphs"}
 
 
 def test_code2wav_reads_with_defaults_constants_and_code() -> None:

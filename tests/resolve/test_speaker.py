@@ -89,8 +89,15 @@ def test_override_wins_and_is_a_reason() -> None:
 
 
 def test_newer_vllm_omni_provides_the_path_itself() -> None:
-    d = _decide(DEFAULT, host=assumed_host("main"))
+    # A host whose installed vllm-omni's code reads token2wav_device_spk (none released does).
+    host = HostCaps(probed=True, vllm_omni="0.32.0", vllm_omni_reads_device_spk=True)
+    d = _decide(DEFAULT, host=host)
     assert d.speaker_backend == CUDA_TORCH and d.provider.startswith("vllm-omni")
+
+
+def test_main_without_its_code_is_not_claimed_to_read_the_key() -> None:
+    d = _decide(DEFAULT, host=assumed_host("main"))
+    assert d.speaker_backend == CUDA_TORCH and d.provider.startswith("omni-deploy vLLM plugin")
 
 
 def test_without_the_plugin_or_torch_the_cpu_path_runs() -> None:

@@ -28,6 +28,8 @@ def example_options(path: Path) -> Options:
                 options.gpu_memory_gib = float(value)
             elif flag == "--gpus-per-node":
                 options.gpus_per_node = int(value)
+            elif flag == "--vllm-omni-source":
+                options.vllm_omni_source = (path.parent / value).resolve()
             elif flag == "--model-config":
                 options.model_shape = model_shape_from_config(path.parent / value)
             else:

@@ -58,11 +58,21 @@ def test_every_check_has_a_negative_example() -> None:
     assert documented <= codes, sorted(documented - codes)
 
 
-def test_did_you_mean() -> None:
-    report = _run(DATA / "negative" / "unknown_stage_key.yaml")
-    assert report.findings[0].hint == "did you mean 'max_num_seqs'?"
-    report = _run(DATA / "negative" / "unknown_top_key.yaml")
-    assert report.findings[0].hint == "did you mean 'session_mode'?"
+def test_typos_are_errors_with_did_you_mean() -> None:
+    report = _run(DATA / "negative" / "typos.yaml")
+    hints = {f.path.rsplit(".", 1)[-1].split("[")[0]: f.hint for f in report.findings if f.code == "E307"}
+    assert hints == {
+        "max_num_seq": "did you mean 'max_num_seqs'?",
+        "gpu_memory_utilisation": "did you mean 'gpu_memory_utilization'?",
+        "platfroms": "did you mean 'platforms'?",
+        "session_mod": "did you mean 'session_mode'?",
+        "cdua": "did you mean 'cuda'?",
+        "kv_cache_memory_byte": "did you mean 'kv_cache_memory_bytes'?",
+        "extras": "did you mean 'extra'?",
+        "codec_chunk_frame": "did you mean 'codec_chunk_frames'?",
+        "max_session": "did you mean 'max_sessions'?",
+    }
+    assert not report.valid
 
 
 def test_strict_turns_warnings_into_errors() -> None:

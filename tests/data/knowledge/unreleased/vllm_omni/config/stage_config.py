@@ -8,15 +8,23 @@ class StageDeployConfig:
     stage_id: int
     devices: str | None = None
     num_replicas: int = 1
+    output_connectors: dict[str, str] | None = None
+    input_connectors: dict[str, str] | None = None
     max_num_seqs: int | None = None
+    max_model_len: int | None = None
+    gpu_memory_utilization: float | None = None
     engine_extras: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
 class DeployConfig:
     async_chunk: bool = True
+    session_mode: str = "turn"
+    model_runner: str = "v1"
+    connectors: dict[str, Any] | None = None
     stages: list[StageDeployConfig] = field(default_factory=list)
     platforms: dict[str, Any] | None = None
+    pipeline: str | None = None
     speech_cache: dict[str, Any] | None = None
 
 
@@ -48,5 +56,6 @@ def _parse_stage_deploy(stage_data):
 
 def _apply_platform_overrides(deploy, platform):
     platform_section = (deploy.platforms or {}).get(platform)
+    print(platform_section.get("model_runner"))
     for ps in platform_section.get("stages", []):
         print(ps["stage_id"], ps.get("devices"), _WINDOW)

@@ -1,0 +1,94 @@
+"""Who reads a key at one place of a deploy file, for one target vllm-omni: the join of the
+hand-written table (`keys.py`) and what the target's code reads (`target.py`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+
+from omni_deploy.knowledge.keys import ALL, ELSEWHERE, PLUGIN, UNREAD, VLLM, Key
+from omni_deploy.knowledge.target import KeyRead, TargetReads, describe_versions, versions_reading
+
+READ, LEGACY, REFUSED, BY_PLUGIN, ENGINE_ARGUMENT, NOT_READ, UNKNOWN = (
+    "read", "legacy", "refused", "plugin", "engine_argument", "not_read", "unknown",
+)  # fmt: skip
+
+# Where the generated data holds the reads of a place of the hand table.
+_DATA_PLACES = {
+    "platform_stage": ("platform_stage",),
+    # Code2Wav reads its options from the connector's extra, which the transport reads too.
+    "code2wav": ("code2wav", "connector_extra"),
+}
+# Where the hand table describes a place of the data.
+_TABLE_PLACE = {"platform_stage": "stage"}
+
+
+@dataclass(frozen=True)
+class Status:
+    kind: str
+    message: str = ""
+    key: Key | None = None
+    read: KeyRead | None = None
+
+    @property
+    def known(self) -> bool:
+        return self.kind != UNKNOWN
+
+
+@cache
+def _table(place: str) -> dict[str, Key]:
+    places = ("code2wav", "connector_extra") if place == "code2wav" else (_TABLE_PLACE.get(place, place),)
+    return {k.name: k for k in ALL if k.place in places}
+
+
+def table(place: str) -> dict[str, Key]:
+    """The hand-written keys of a place (a platform stage entry uses the stage table)."""
+    return _table(place)
+
+
+def _where(target: TargetReads) -> str:
+    return f"vllm-omni {target.version}" + ("" if target.exact else f" (checked against {target.basis})")
+
+
+def status(place: str, name: str, target: TargetReads) -> Status:
+    key = _table(place).get(name)
+    for data_place in _DATA_PLACES.get(place, (place,)):
+        read = target.reads(data_place, name)
+        if read is None:
+            continue
+        if read.refused:
+            why = key.error_if_present if key and key.error_if_present else "vllm-omni refuses the file"
+            return Status(REFUSED, f"{why} ({target.source} checks it at {read.at[0]})", key, read)
+        return Status(READ, "", key, read)
+    if place == "top" and name == "stage_args" and target.legacy_stage_args:
+        return Status(LEGACY, f"{_where(target)} loads a stage_args file with its legacy loader "
+                      f"({target.legacy_stage_args}); the new-schema checks do not apply to it", key)  # fmt: skip
+    if key is not None and key.reader == ELSEWHERE:
+        return Status(READ, "", key)
+    if key is not None and key.reader == VLLM:
+        return Status(ENGINE_ARGUMENT, "", key)
+    if key is not None and key.reader == PLUGIN:
+        return Status(
+            BY_PLUGIN,
+            f"'{name}' is read by omni-deploy's vLLM plugin; {_where(target)} does not read it",
+            key,
+        )
+    versions = sorted({v for p in _DATA_PLACES.get(place, (place,)) for v in versions_reading(p, name)})
+    unread = UNREAD.get((place, name))
+    if versions or key is not None or unread:
+        if versions:
+            said = f"'{name}' is read by vllm-omni {describe_versions(versions)} only"
+        elif unread:
+            said = f"'{name}': {unread}"
+        else:
+            said = f"'{name}' is read by no vllm-omni release"
+        return Status(NOT_READ, f"{said}; {_where(target)} ignores it", key)
+    return Status(UNKNOWN, "", None)
+
+
+def known_names(place: str, target: TargetReads) -> set[str]:
+    """Names a typo at `place` is compared with: what the target reads there, and the keys other
+    readers (vLLM, the plugin) take there."""
+    names = {n for p in _DATA_PLACES.get(place, (place,)) for n in target.keys(p)}
+    names |= {n for n, k in _table(place).items() if k.reader in (VLLM, PLUGIN, ELSEWHERE)}
+    return names
