@@ -8,6 +8,7 @@ from functools import cache
 
 from omni_deploy.knowledge.keys import ALL, ELSEWHERE, PLUGIN, UNREAD, VLLM, Key
 from omni_deploy.knowledge.target import KeyRead, TargetReads, describe_versions, versions_reading
+from omni_deploy.knowledge.versions import parts
 
 READ, LEGACY, REFUSED, BY_PLUGIN, ENGINE_ARGUMENT, NOT_READ, UNKNOWN = (
     "read", "legacy", "refused", "plugin", "engine_argument", "not_read", "unknown",
@@ -30,20 +31,13 @@ class Status:
     key: Key | None = None
     read: KeyRead | None = None
 
-    @property
-    def known(self) -> bool:
-        return self.kind != UNKNOWN
-
 
 @cache
-def _table(place: str) -> dict[str, Key]:
+def table(place: str) -> dict[str, Key]:
+    """The hand-written keys of a place (a platform stage entry uses the stage table; the Code2Wav
+    extra also holds the connector transport's keys)."""
     places = ("code2wav", "connector_extra") if place == "code2wav" else (_TABLE_PLACE.get(place, place),)
     return {k.name: k for k in ALL if k.place in places}
-
-
-def table(place: str) -> dict[str, Key]:
-    """The hand-written keys of a place (a platform stage entry uses the stage table)."""
-    return _table(place)
 
 
 def _where(target: TargetReads) -> str:
@@ -51,7 +45,7 @@ def _where(target: TargetReads) -> str:
 
 
 def status(place: str, name: str, target: TargetReads) -> Status:
-    key = _table(place).get(name)
+    key = table(place).get(name)
     for data_place in _DATA_PLACES.get(place, (place,)):
         read = target.reads(data_place, name)
         if read is None:
@@ -61,8 +55,10 @@ def status(place: str, name: str, target: TargetReads) -> Status:
             return Status(REFUSED, f"{why} ({target.source} checks it at {read.at[0]})", key, read)
         return Status(READ, "", key, read)
     if place == "top" and name == "stage_args" and target.legacy_stage_args:
-        return Status(LEGACY, f"{_where(target)} loads a stage_args file with its legacy loader "
-                      f"({target.legacy_stage_args}); the new-schema checks do not apply to it", key)  # fmt: skip
+        message = (
+            f"{_where(target)} loads a stage_args file with its legacy loader ({target.legacy_stage_args})"
+        )
+        return Status(LEGACY, message, key)
     if key is not None and key.reader == ELSEWHERE:
         return Status(READ, "", key)
     if key is not None and key.reader == VLLM:
@@ -73,7 +69,9 @@ def status(place: str, name: str, target: TargetReads) -> Status:
             f"'{name}' is read by omni-deploy's vLLM plugin; {_where(target)} does not read it",
             key,
         )
-    versions = sorted({v for p in _DATA_PLACES.get(place, (place,)) for v in versions_reading(p, name)})
+    versions = sorted(
+        {v for p in _DATA_PLACES.get(place, (place,)) for v in versions_reading(p, name)}, key=parts
+    )
     unread = UNREAD.get((place, name))
     if versions or key is not None or unread:
         if versions:
@@ -90,5 +88,5 @@ def known_names(place: str, target: TargetReads) -> set[str]:
     """Names a typo at `place` is compared with: what the target reads there, and the keys other
     readers (vLLM, the plugin) take there."""
     names = {n for p in _DATA_PLACES.get(place, (place,)) for n in target.keys(p)}
-    names |= {n for n, k in _table(place).items() if k.reader in (VLLM, PLUGIN, ELSEWHERE)}
+    names |= {n for n, k in table(place).items() if k.reader in (VLLM, PLUGIN, ELSEWHERE)}
     return names

@@ -126,3 +126,14 @@ def test_every_command_has_help(capsys: pytest.CaptureFixture[str]) -> None:
         result = run_cli(capsys, name, "--help")
         assert result.code == 0 and "Usage:" in result.out, name
         assert len(result.out.splitlines()) > 3, name
+
+
+def test_unreleased_source_tree_is_read_as_the_target(capsys: pytest.CaptureFixture[str]) -> None:
+    tree = ROOT / "tests" / "data" / "knowledge" / "unreleased"
+    path = str(NEG / "micro_batch_above_capacity.yaml")
+    released = run_cli(capsys, "validate", path, "--target-version", "0.30.0")
+    assert "W361" not in released.out and "warning[W310]" in released.out  # no release reads it
+    newer = run_cli(
+        capsys, "validate", path, "--target-version", "0.31.0.dev0", "--vllm-omni-source", str(tree)
+    )
+    assert "warning[W361]" in newer.out and "W310" not in newer.out

@@ -1,0 +1,40 @@
+"""Who reads a key at a target: the generated reads joined with the hand table."""
+
+from __future__ import annotations
+
+from omni_deploy.knowledge import readers
+from omni_deploy.knowledge.target import resolve_target
+
+
+def _kind(place: str, name: str, version: str) -> str:
+    return readers.status(place, name, resolve_target(version)).kind
+
+
+def test_kinds_across_releases() -> None:
+    assert _kind("stage", "stage_id", "0.20.0") == readers.READ  # was W310 before 0.30.0 knowledge
+    assert _kind("stage", "env", "0.20.0") == readers.NOT_READ  # a stage field from 0.22.0 on
+    assert _kind("stage", "kv_cache_memory_bytes", "0.20.0") == readers.ENGINE_ARGUMENT
+    assert _kind("top", "stage_args", "0.24.0") == readers.LEGACY
+    assert _kind("top", "stage_args", "0.28.0") == readers.REFUSED
+    assert _kind("code2wav", "codec_chunk_frames", "0.26.0") == readers.NOT_READ
+    assert _kind("code2wav", "codec_chunk_frames", "0.28.0") == readers.READ
+    assert _kind("code2wav", "token2wav_device_spk", "0.30.0") == readers.BY_PLUGIN
+    assert _kind("code2wav", "connector_get_sleep_s", "0.30.0") == readers.NOT_READ
+    assert _kind("platform", "cuda_mps", "0.30.0") == readers.NOT_READ
+    assert _kind("top", "platfroms", "0.30.0") == readers.UNKNOWN
+
+
+def test_messages_name_the_versions_that_read_it() -> None:
+    status = readers.status("code2wav", "ref_audio_max_seconds", resolve_target("0.28.0"))
+    assert (
+        status.message
+        == "'ref_audio_max_seconds' is read by vllm-omni 0.30.0 only; vllm-omni 0.28.0 ignores it"
+    )
+    none = readers.status("code2wav", "micro_batch_size", resolve_target("0.30.0"))
+    assert none.message == "'micro_batch_size' is read by no vllm-omni release; vllm-omni 0.30.0 ignores it"
+
+
+def test_typo_candidates_include_other_readers() -> None:
+    names = readers.known_names("stage", resolve_target("0.30.0"))
+    assert {"max_num_seqs", "kv_cache_memory_bytes"} <= names
+    assert "token2wav_device_spk" in readers.known_names("code2wav", resolve_target("0.30.0"))
