@@ -82,7 +82,9 @@ def test_bundled_files_at_their_own_release(version: str) -> None:
             else:
                 unexpected.append(finding.text())
             # A finding about a file's values points into that file or a base it names, never elsewhere.
-            assert Path(finding.file).resolve().parent == path.parent or not finding.line, finding.text()
+            assert Path(finding.file).resolve().parent == path.resolve().parent or not finding.line, (
+                finding.text()
+            )
     assert not unexpected, "\n".join(unexpected)
     expected_here = {k for k in KNOWN if k[0] == version and k[1] in {p.name for p in files}}
     assert expected_here <= seen, sorted(expected_here - seen)
@@ -103,7 +105,7 @@ def test_overlay_sum_points_at_the_overlay() -> None:
     path = _files("0.30.0")[0].parent / "minicpmo_4_5_8x4090_stage1_replicas.yaml"
     report = validate_file(str(path), Options(target_version="0.30.0"))
     (finding,) = [f for f in report.findings if f.code == "E350"]
-    assert Path(finding.file).resolve() == path and finding.line
+    assert Path(finding.file).resolve() == path.resolve() and finding.line
     assert "stage 2 0.9 at minicpmo_4_5_8x4090.yaml:" in finding.message
 
 
