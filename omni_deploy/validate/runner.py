@@ -78,10 +78,12 @@ def validate_file(name: str, options: Options, text: str | None = None) -> FileR
         deployment = Deployment.load(name, pipeline=options.pipeline, text=text)
     except ConfigError as error:
         return FileReport(name, [_from_error(error, name)])
-    return validate_deployment(deployment, options)
+    return validate_deployment(deployment, options, text)
 
 
-def validate_deployment(deployment: Deployment, options: Options) -> FileReport:
+def validate_deployment(deployment: Deployment, options: Options, text: str | None = None) -> FileReport:
+    """Check a loaded deployment; `text`: the top file's text when it came from stdin (its
+    `# omni-deploy: ignore[...]` comments count, not the file on disk)."""
     ctx = Context(deployment, options)
     name = deployment.name
     report = FileReport(name, deployment=deployment)
@@ -97,7 +99,7 @@ def validate_deployment(deployment: Deployment, options: Options) -> FileReport:
         except ConfigError as error:
             report.findings.append(_from_error(error, name))
     located = blame.keep_to_user_files(list(dict.fromkeys(report.findings)), deployment.top, name)
-    unique = suppress.keep(located, options.ignore)
+    unique = suppress.keep(located, options.ignore, {} if text is None else {name: text})
     unique.sort(key=lambda f: (f.file, f.line, f.column, f.code))
     if options.strict:
         unique = [replace(f, severity=ERROR) if f.severity == WARNING else f for f in unique]

@@ -15,10 +15,10 @@ from omni_deploy.validate.findings import Finding
 _COMMENT = re.compile(r"#\s*omni-deploy:\s*ignore\[([A-Za-z0-9,\s]+)\]")
 
 
-def _line_codes(file: str) -> dict[int, frozenset[str]]:
-    """{line: codes silenced there} for one file (1-based lines)."""
+def _line_codes(file: str, text: str | None = None) -> dict[int, frozenset[str]]:
+    """{line: codes silenced there} for one file (1-based lines); `text`: its content if given."""
     try:
-        lines = Path(file).read_text(encoding="utf-8").splitlines()
+        lines = (Path(file).read_text(encoding="utf-8") if text is None else text).splitlines()
     except (OSError, UnicodeDecodeError):
         return {}
     out: dict[int, set[str]] = {}
@@ -33,9 +33,21 @@ def _line_codes(file: str) -> dict[int, frozenset[str]]:
     return {n: frozenset(c) for n, c in out.items()}
 
 
-def keep(findings: Iterable[Finding], ignore: frozenset[str]) -> list[Finding]:
-    """The findings neither `ignore` nor a comment on their line silences."""
+def _key(file: str) -> str:
+    """One spelling per file: findings name it as shown, the caller as named."""
+    try:
+        return str(Path(file).resolve())
+    except OSError:
+        return file
+
+
+def keep(
+    findings: Iterable[Finding], ignore: frozenset[str], texts: dict[str, str] | None = None
+) -> list[Finding]:
+    """The findings neither `ignore` nor a comment on their line silences. `texts`: file contents
+    that did not come from disk (stdin), by the file's name."""
     comments: dict[str, dict[int, frozenset[str]]] = {}  # per call: files change between runs
+    given = {_key(name): text for name, text in (texts or {}).items()}
 
     def silenced(finding: Finding) -> bool:
         if finding.code in ignore:
@@ -43,7 +55,7 @@ def keep(findings: Iterable[Finding], ignore: frozenset[str]) -> list[Finding]:
         if not finding.line:
             return False
         if finding.file not in comments:
-            comments[finding.file] = _line_codes(finding.file)
+            comments[finding.file] = _line_codes(finding.file, given.get(_key(finding.file)))
         return finding.code in comments[finding.file].get(finding.line, frozenset())
 
     return [f for f in findings if not silenced(f)]
