@@ -133,3 +133,16 @@ class TargetVersionType(click.ParamType):
             param,
             ctx,
         )
+
+
+def output_option(formats: tuple[str, ...], help: str) -> Any:
+    """`-o/--output FORMAT` as every reporting command spells it; the first format is the default."""
+    return click.option(
+        "-o",
+        "--output",
+        "fmt",
+        type=click.Choice(formats),
+        default=formats[0],
+        show_default=True,
+        help=help,
+    )

@@ -8,6 +8,7 @@ from typing import Any
 
 import click
 
+from omni_deploy.cli_params import output_option
 from omni_deploy.install_hint import install_hint
 
 
@@ -94,13 +95,8 @@ _SWEEP_OPTIONS = [
         help="Seconds to wait for the server's /health before the first round.",
     ),
     click.option("--dry-run", is_flag=True, help="Print the commands; run nothing."),
-    click.option(
-        "-o",
-        "--output",
-        "fmt",
-        type=click.Choice(("text", "json")),
-        default="text",
-        show_default=True,
+    output_option(
+        ("text", "json"),
         help="json: the rounds (commands, result files, done or not) as one document on stdout "
         "(docs/json-output.md); progress stays on stderr.",
     ),
@@ -181,15 +177,7 @@ def run(base_url: str, order: str, **kw: Any) -> int:
 @click.option(
     "--plot", "plot_path", type=click.Path(dir_okay=False, path_type=Path), help="Write OUT.png or OUT.svg."
 )
-@click.option(
-    "-o",
-    "--output",
-    "fmt",
-    type=click.Choice(("text", "json", "markdown")),
-    default="text",
-    show_default=True,
-    help="text (a table), json, or markdown (for a pull request).",
-)
+@output_option(("text", "json", "markdown"), help="text (a table), json, or markdown (for a pull request).")
 def report(directory: Path, baseline: Path | None, plot_path: Path | None, fmt: str) -> int:
     """Summarise saved result files: audio throughput, TTFA p50/p95, RTF, req/s, per concurrency."""
     import importlib.util

@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from omni_deploy.cli_params import PlatformType
+from omni_deploy.cli_params import PlatformType, output_option
 
 # A file that cannot be loaded exits 2, as `diff` does, so that 1 always means "they differ".
 EXIT_TROUBLE = 2
@@ -34,15 +34,7 @@ def _where(node: Any) -> str:
     show_default=True,
     help="Compare as a server on this platform sees them; 'none': before any platform section.",
 )
-@click.option(
-    "-o",
-    "--output",
-    "fmt",
-    type=click.Choice(("text", "json")),
-    default="text",
-    show_default=True,
-    help="text for people, json for programs (docs/json-output.md).",
-)
+@output_option(("text", "json"), help="text for people, json for programs (docs/json-output.md).")
 def diff(a: str, b: str, platform: str, fmt: str) -> int:
     """Show the effective difference of deploy files A and B: each value that differs after the
     base_config chains are merged and the platform applied, with both values and the file:line

@@ -7,7 +7,7 @@ import os
 import click
 
 from omni_deploy.cli_inputs import file_argument, stdin_filename_option
-from omni_deploy.cli_params import PipelineType, PlatformType, TargetVersionType
+from omni_deploy.cli_params import PipelineType, PlatformType, TargetVersionType, output_option
 from omni_deploy.integration_env import BACKENDS, backend_choice
 from omni_deploy.knowledge.versions import RELEASED
 
@@ -42,15 +42,7 @@ from omni_deploy.knowledge.versions import RELEASED
     default=None,
     help=f"vllm-omni version of the serving host: a release, 'installed' or 'main' (default: installed, else {RELEASED}).",
 )
-@click.option(
-    "-o",
-    "--output",
-    "fmt",
-    type=click.Choice(("text", "json")),
-    default="text",
-    show_default=True,
-    help="text for people, json for programs (docs/json-output.md).",
-)
+@output_option(("text", "json"), help="text for people, json for programs (docs/json-output.md).")
 @stdin_filename_option()
 def explain(
     file: str | None,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from omni_deploy.cli_params import PlatformType, TargetVersionType
+from omni_deploy.cli_params import PlatformType, TargetVersionType, output_option
 from omni_deploy.k8s.options import DEFAULT_IMAGE, DEFAULT_NAME
 
 
@@ -71,15 +71,7 @@ from omni_deploy.k8s.options import DEFAULT_IMAGE, DEFAULT_NAME
     default=None,
     help="vllm-omni version to validate against (default: the installed one, else the latest release).",
 )
-@click.option(
-    "-o",
-    "--output",
-    "fmt",
-    type=click.Choice(("yaml", "json")),
-    default="yaml",
-    show_default=True,
-    help="yaml: multi-document, for kubectl apply -f -; json: a v1 List.",
-)
+@output_option(("yaml", "json"), help="yaml: multi-document, for kubectl apply -f -; json: a v1 List.")
 def k8s(
     file: str | None,
     model: str,

@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from omni_deploy.cli_inputs import file_argument, stdin_filename_option
-from omni_deploy.cli_params import PlatformType
+from omni_deploy.cli_params import PlatformType, output_option
 from omni_deploy.config.render import to_json, to_yaml, to_yaml_with_origins
 from omni_deploy.config.yaml_loader import display_path
 
@@ -23,14 +23,8 @@ from omni_deploy.config.yaml_loader import display_path
     "what vllm-omni's resolve_deploy_yaml returns.",
 )
 @click.option("--show-origin", is_flag=True, help="Show the file:line:col and layer of each value.")
-@click.option(
-    "-o",
-    "--output",
-    "fmt",
-    type=click.Choice(("yaml", "json")),
-    default="yaml",
-    show_default=True,
-    help="yaml (loadable by vllm-omni) or json (config and origins, docs/json-output.md).",
+@output_option(
+    ("yaml", "json"), help="yaml (loadable by vllm-omni) or json (config and origins, docs/json-output.md)."
 )
 @stdin_filename_option()
 def render(file: str | None, platform: str, show_origin: bool, fmt: str, stdin_filename: str | None) -> int:

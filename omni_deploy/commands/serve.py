@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from omni_deploy.cli_inputs import file_argument
-from omni_deploy.cli_params import PlatformType, TargetVersionType
+from omni_deploy.cli_params import PlatformType, TargetVersionType, output_option
 from omni_deploy.integration_env import BACKENDS, backend_choice
 
 
@@ -110,13 +110,8 @@ class PassthroughCommand(click.Command):
     default=None,
     help="vllm-omni version to validate against: a release, 'installed' or 'main' (default: installed).",
 )
-@click.option(
-    "-o",
-    "--output",
-    "fmt",
-    type=click.Choice(("text", "json")),
-    default="text",
-    show_default=True,
+@output_option(
+    ("text", "json"),
     help="With --dry-run: text, or json (docs/json-output.md). A running server's output is its log.",
 )
 def serve(

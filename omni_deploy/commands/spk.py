@@ -8,6 +8,7 @@ from typing import Any
 
 import click
 
+from omni_deploy.cli_params import output_option
 from omni_deploy.install_hint import install_hint
 
 
@@ -66,15 +67,7 @@ def spk() -> None:
 @click.argument("out", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random weights.")
 @click.option("--force", is_flag=True, help="Replace OUT if it exists.")
-@click.option(
-    "-o",
-    "--output",
-    "fmt",
-    type=click.Choice(("text", "json")),
-    default="text",
-    show_default=True,
-    help="Output format.",
-)
+@output_option(("text", "json"), help="Output format.")
 def make_standin(out: Path, seed: int, force: bool, fmt: str) -> int:
     """Export a STAND-IN campplus.onnx: CAM++'s real structure with deterministic random weights.
 
@@ -133,15 +126,7 @@ def make_standin(out: Path, seed: int, force: bool, fmt: str) -> int:
     show_default=True,
     help="Exit 1 when any cosine similarity is below this.",
 )
-@click.option(
-    "-o",
-    "--output",
-    "fmt",
-    type=click.Choice(("text", "json")),
-    default="text",
-    show_default=True,
-    help="Output format.",
-)
+@output_option(("text", "json"), help="Output format.")
 @click.argument("wavs", nargs=-1, type=click.Path(exists=True, dir_okay=False, path_type=Path))
 def parity(
     onnx_path: str,
@@ -222,15 +207,7 @@ def parity(
     "--repeats", type=int, default=30, show_default=True, help="Timed calls per case (median and p95)."
 )
 @click.option("--tf32/--no-tf32", default=True, show_default=True, help="Matmul TF32 for our encoder.")
-@click.option(
-    "-o",
-    "--output",
-    "fmt",
-    type=click.Choice(("text", "json")),
-    default="text",
-    show_default=True,
-    help="Output format.",
-)
+@output_option(("text", "json"), help="Output format.")
 def bench(
     onnx_path: str, device: str, seconds: str, batches: str, mixed: int, repeats: int, tf32: bool, fmt: str
 ) -> int:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import click
 
 from omni_deploy.cli_inputs import file_argument, stdin_filename_option
-from omni_deploy.cli_params import PipelineType, PlatformType, TargetVersionType
+from omni_deploy.cli_params import PipelineType, PlatformType, TargetVersionType, output_option
 from omni_deploy.config.stage_schema import PLATFORMS
 from omni_deploy.knowledge.versions import RELEASED, default_target_version
 
@@ -74,13 +74,8 @@ if TYPE_CHECKING:
     type=click.IntRange(min=1),
     help="Check that the stages can be spread over nodes of this many GPUs (as `omni-deploy k8s` places them).",
 )
-@click.option(
-    "-o",
-    "--output",
-    "fmt",
-    type=click.Choice(("text", "json", "sarif", "github", "junit")),
-    default="text",
-    show_default=True,
+@output_option(
+    ("text", "json", "sarif", "github", "junit"),
     help="text for people; json; sarif (code scanning); github (workflow annotations); junit (XML).",
 )
 @stdin_filename_option()
