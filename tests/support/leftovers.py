@@ -44,8 +44,23 @@ def leftovers(token: str) -> list[tuple[int, str]]:
         if needle in environ.split(b"\0") and _alive(proc):
             with contextlib.suppress(OSError):
                 command = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode("utf-8", "replace")
-                found.append((int(proc.name), command.strip()[:200]))
+                if not _own_multiprocessing_helper(proc, command):
+                    found.append((int(proc.name), command.strip()[:200]))
     return found
+
+
+def _own_multiprocessing_helper(proc: Path, command: str) -> bool:
+    """The resource tracker (or forkserver) that a spawn start in this process started: it belongs
+    to the test process itself and ends when that process does (it reads EOF on its pipe)."""
+    if not any(f"multiprocessing.{name} import main" in command for name in _HELPERS):
+        return False
+    with contextlib.suppress(OSError, ValueError, IndexError):
+        parent = int((proc / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        return parent == os.getpid()
+    return False
+
+
+_HELPERS = ("resource_tracker", "forkserver")
 
 
 def kill_all(found: list[tuple[int, str]]) -> None:
