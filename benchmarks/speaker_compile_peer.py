@@ -24,28 +24,13 @@ from typing import Any
 
 import torch
 
-from omni_deploy.speaker.bench import measure
+from omni_deploy.speaker.bench import measure, replay_ms
 from omni_deploy.speaker.eager_baseline import reference_from_weights
 from omni_deploy.speaker.encoder import get_encoder
 from omni_deploy.speaker.fbank import fbank
 from omni_deploy.speaker.fused_model import padded_length
 from omni_deploy.speaker.inputs import synthetic_one
 from omni_deploy.speaker.onnx_weights import read_weights
-
-
-def replay_ms(graph: Any, reps: int) -> float:
-    """Median time of one replay of `graph`, with CUDA events."""
-    for _ in range(3):
-        graph.replay()
-    times = []
-    for _ in range(reps):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        graph.replay()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end))
-    return statistics.median(times)
 
 
 def captured(fn: Any) -> tuple[Any, torch.Tensor]:

@@ -25,7 +25,7 @@ from typing import Any
 
 import torch
 
-from omni_deploy.speaker.bench import as_json, format_table, measure, run_bench
+from omni_deploy.speaker.bench import as_json, format_table, measure, replay_ms, run_bench
 from omni_deploy.speaker.encoder import get_encoder
 from omni_deploy.speaker.fbank import SAMPLE_RATE, fbank
 from omni_deploy.speaker.fused_model import padded_length
@@ -67,8 +67,6 @@ def kernel_count(encoder: Any, feat: torch.Tensor) -> int:
 
 def public_calls(encoder: Any, repeats: int) -> dict[str, dict[str, float]]:
     """Median time of each public call, against the median replay of the graph it runs."""
-    from benchmarks.speaker_compile_peer import replay_ms
-
     dev = encoder.device
     one = [synthetic_one(6.0, seed=11)]
     mixed = synthetic(32, seed=7)
