@@ -15,7 +15,8 @@ API (issue 11; render, validate, explain, serve, bench and k8s start here):
     d.code2wav_extra(), d.code2wav_extra_path   # its `extra` Map, and "$.connectors.NAME.extra"
     d.on("cuda")          # config.platform.PlatformApplied: the view a server on that platform
                           # runs (cached; raises ConfigError for a bad platform section)
-    d.code2wav_extra_on("cuda")  # the Code2Wav extra inside that view (serve edits it)
+    d.code2wav_extra_on("cuda")  # the Code2Wav extra inside that view
+    d.code2wav_extra_in(config)  # ... inside a copy of a view (the launch spec renders an edited copy)
     d.section_platforms() # platforms the file has a section for; d.default_platforms(): cuda + those
     d.locate(["stages", 0, "devices"], platform=None)  # (node, origin of its key) or (None, ...)
 
@@ -26,8 +27,13 @@ Neighbours of this module, also from issue 11:
 - validate: `validate_file(name, Options)` or `validate_deployment(d, Options)` -> `FileReport`
   (`.findings`, `.valid`, `.deployment`); a check is `def check(ctx: Context) -> list[Finding]`
   with `ctx.deployment`, `ctx.options`, `ctx.applied` (platform -> view) and `ctx.file`,
-- serve: `serve/prepare.py` (check -> prepare: render, plan, run record), `serve/launch.py`
-  (exec or supervise), `serve/session.py` (the command's flow); explain: `resolve/explain.py`,
+- launch: `launch/spec.py` `launch_spec(d, LaunchOptions(...), host=, env=)` -> `LaunchSpec`
+  (`.decision`, `.rendered`, `.plan(config_path)` -> `LaunchPlan`: argv, env changes, `.record()`): the one
+  answer serve, `serve --dry-run`, k8s and explain take; the speaker decision behind it is
+  `resolve/speaker.py` `speaker_decision(d, platform, env=, host=, override=)`,
+- serve: `serve/prepare.py` (check -> prepare: launch spec, run directory, run record),
+  `serve/launch.py` (exec or supervise), `serve/session.py` (the command's flow); explain:
+  `explain.py`; k8s: `k8s/build.py` (launch spec + `topology/` placement -> objects),
 - finding codes: `omni_deploy/codes.py` (one line per code; checks report through it),
 - exit codes: `omni_deploy/cli.py` (`EXIT_*`, one map from error type to exit code),
 - vocabulary: backend names in `omni_deploy/integration_env.py` (`Backend`, `BACKENDS`),
@@ -151,10 +157,14 @@ class Deployment:
 
     def code2wav_extra_on(self, platform: str) -> Map | None:
         """The Code2Wav extra inside the platform view (the connector found in the merged file)."""
+        return self.code2wav_extra_in(self.on(platform).config)
+
+    def code2wav_extra_in(self, config: Map) -> Map | None:
+        """The Code2Wav extra inside `config`, a view or a copy of this file (launch edits a copy)."""
         found = self.code2wav_connector()
         if found is None:
             return None
-        connectors = self.on(platform).config.get("connectors")
+        connectors = config.get("connectors")
         connector = connectors.get(found[0]) if isinstance(connectors, Map) else None
         return _extra_of((found[0], connector)) if isinstance(connector, Map) else None
 

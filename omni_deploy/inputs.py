@@ -1,7 +1,7 @@
 """FILE arguments as operators write them: `-` for stdin, directories, and globs the shell did not expand.
 
 A directory stands for the deploy files below it (`*.yaml`/`*.yml`, hidden folders left out),
-and so does a glob; YAML there that is not a deploy file (see config/deploy_file.py) is skipped
+and so does a glob; YAML there that is not a deploy file (see knowledge/deploy_file.py) is skipped
 silently, since nobody named it. A file named outright is always checked.
 """
 
@@ -43,7 +43,7 @@ def _yaml_files_below(directory: Path) -> list[Path]:
 
 
 def _deploy_files(paths: list[Path]) -> list[Path]:
-    from omni_deploy.config.deploy_file import looks_like_deploy_file  # only for found files
+    from omni_deploy.knowledge.deploy_file import looks_like_deploy_file  # only for found files
 
     out = []
     for path in paths:

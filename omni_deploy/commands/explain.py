@@ -60,9 +60,9 @@ def explain(
     stages, devices and Code2Wav knobs per platform.
     """
     from omni_deploy.cli_inputs import load_deployment, read_one_input
+    from omni_deploy.explain import as_json, as_text, choose_platforms, explain
     from omni_deploy.host import assumed_host, probe_host
     from omni_deploy.knowledge.versions import default_target_version
-    from omni_deploy.resolve.explain import as_json, as_text, choose_platforms, explain
 
     deployment = load_deployment(read_one_input(file, stdin_filename), pipeline)
     target = target_version or default_target_version()

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
 
 from omni_deploy.cli_params import PlatformType, TargetVersionType, output_option
 from omni_deploy.k8s.options import DEFAULT_IMAGE, DEFAULT_NAME
+
+if TYPE_CHECKING:
+    from omni_deploy.deployment import Deployment
+    from omni_deploy.k8s.options import K8sOptions
 
 
 @click.command()
@@ -98,6 +104,7 @@ def k8s(
     from omni_deploy.k8s.build import build
     from omni_deploy.k8s.options import K8sOptionError, K8sOptions, check_options, parse_model_cache
     from omni_deploy.k8s.output import to_json, to_yaml
+    from omni_deploy.knowledge.versions import default_target_version
 
     try:
         options = K8sOptions(
@@ -108,11 +115,28 @@ def k8s(
         check_options(options)
     except K8sOptionError as error:
         raise click.UsageError(str(error)) from None
-    result = build(file, options, target_version, shm_size_gib)
-    if result.report is not None:
-        click.echo(result.report, err=True)
-    if not result.objects:
+    target = target_version or default_target_version()
+    deployment = _validated(file, options, target)
+    if deployment is None:
         click.echo("omni-deploy: no manifests: the deploy file does not pass validation", err=True)
         return 1
-    click.echo(to_json(result.objects) if fmt == "json" else to_yaml(result.objects), nl=False)
+    objects = build(deployment, options, target, shm_size_gib)
+    click.echo(to_json(objects) if fmt == "json" else to_yaml(objects), nl=False)
     return 0
+
+
+def _validated(file: str | None, options: K8sOptions, target: str) -> Deployment | None:
+    """The file checked for the platform and node size the manifests use (findings worth showing
+    go to stderr); None when an error stops the build."""
+    from omni_deploy.bundled import deploy_file_name
+    from omni_deploy.validate.context import Options
+    from omni_deploy.validate.report import text as report_text
+    from omni_deploy.validate.runner import validate_file
+
+    report = validate_file(
+        deploy_file_name(file),
+        Options(platforms=(options.platform,), target_version=target, gpus_per_node=options.gpus_per_node),
+    )
+    if any(f.severity != "info" for f in report.findings):
+        click.echo(report_text([report]), err=True)
+    return report.deployment if report.valid else None

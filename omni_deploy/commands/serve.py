@@ -140,7 +140,7 @@ def serve(
     --ray-address A).
     """
     from omni_deploy.bundled import deploy_file_name
-    from omni_deploy.serve.plan import DEFAULT_MODEL, LaunchOptions
+    from omni_deploy.launch.options import DEFAULT_MODEL, LaunchOptions
     from omni_deploy.serve.prepare import ServeRequest
     from omni_deploy.serve.session import run_serve
 

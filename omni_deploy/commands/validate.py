@@ -168,8 +168,8 @@ def _project_settings(ignore: tuple[str, ...]) -> ProjectSettings:
 
 
 def _is_deploy_file(source: object) -> bool:
-    from omni_deploy.config.deploy_file import looks_like_deploy_file
     from omni_deploy.inputs import Input
+    from omni_deploy.knowledge.deploy_file import looks_like_deploy_file
 
     assert isinstance(source, Input)
     if source.text is not None:

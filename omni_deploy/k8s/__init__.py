@@ -1,2 +1,2 @@
-"""Kubernetes manifests for a deploy file: pure planning (which stage on which node) and pure
-builders of the objects. Nothing here talks to a cluster or writes files."""
+"""Kubernetes manifests for a deploy file: pure builders of the objects, from the launch spec and
+the topology's node groups. Nothing here talks to a cluster or writes files."""

@@ -17,7 +17,6 @@ import shlex
 from dataclasses import dataclass
 from typing import Any
 
-from omni_deploy.k8s.crossnode import SHARED_MEMORY, Edge
 from omni_deploy.k8s.options import (
     CONFIG_DIR,
     HF_HOME,
@@ -26,7 +25,8 @@ from omni_deploy.k8s.options import (
     K8sOptionError,
     K8sOptions,
 )
-from omni_deploy.k8s.placement import NodeGroup, StageUse
+from omni_deploy.topology.crossnode import SHARED_MEMORY, Edge
+from omni_deploy.topology.placement import NodeGroup, StageUse
 
 GPU = "nvidia.com/gpu"
 GIB = 1024**3

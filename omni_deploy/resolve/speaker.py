@@ -47,10 +47,7 @@ __all__ = [
     "TENSORRT",
     "UNKNOWN",
     "SpeakerDecision",
-    "StageEnv",
-    "code2wav_stage_env",
-    "decide",
-    "stage_env",
+    "speaker_decision",
 ]
 VLLM_OMNI_TRT = ENV_TRT
 NOT_APPLICABLE, UNKNOWN = "not-applicable", "unknown"
@@ -114,7 +111,7 @@ class StageEnv:
     origin: str
 
 
-def stage_env(stages: list[Map], stage_id: int | None) -> dict[str, StageEnv]:
+def _stage_env(stages: list[Map], stage_id: int | None) -> dict[str, StageEnv]:
     """The decision variables the (platform-applied) stage `stage_id` sets in its environment."""
     found: dict[str, StageEnv] = {}
     for stage in stages:
@@ -157,7 +154,34 @@ def _fallbacks(extra_path: str, current: str) -> list[Fallback]:
     return [Fallback(b, how) for b, how in options.items() if b != current]
 
 
-def decide(
+def speaker_decision(
+    deployment: Deployment,
+    platform: str,
+    *,
+    env: dict[str, str],
+    host: HostCaps,
+    override: Backend | None = None,
+) -> SpeakerDecision:
+    """The effective speaker backend of the Code2Wav stage on `platform`, and why.
+
+    Gathers its own inputs from the Deployment: the pipeline, the Code2Wav extra and its path, and
+    the environment the file gives that stage (the platform view's stage `env`). `env` is the
+    environment of the process that starts the server (the pod's for k8s), `host` what the serving
+    host provides, `override` serve's --spk-backend.
+    """
+    return _decide(
+        platform,
+        deployment.pipeline,
+        deployment.code2wav_extra(),
+        deployment.code2wav_extra_path,
+        env,
+        host,
+        override,
+        _code2wav_stage_env(deployment, platform),
+    )
+
+
+def _decide(
     platform: str,
     pipeline: PipelineInfo,
     extra: Map | None,
@@ -168,7 +192,7 @@ def decide(
     stage_env_vars: dict[str, StageEnv] | None = None,
 ) -> SpeakerDecision:
     """The effective speaker backend of one platform. `override` is serve's --spk-backend;
-    `stage_env_vars` what the file's Code2Wav stage sets in its own environment (`stage_env`)."""
+    `stage_env_vars` what the file's Code2Wav stage sets in its own environment (`_stage_env`)."""
     if not pipeline.is_minicpmo:
         if pipeline.name is None:
             return SpeakerDecision(
@@ -311,8 +335,8 @@ def decide(
     )
 
 
-def code2wav_stage_env(deployment: Deployment, platform: str) -> dict[str, StageEnv]:
-    """`stage_env` of the Code2Wav stage in `platform`'s view of the file, as vllm-omni spawns it;
+def _code2wav_stage_env(deployment: Deployment, platform: str) -> dict[str, StageEnv]:
+    """`_stage_env` of the Code2Wav stage in `platform`'s view of the file, as vllm-omni spawns it;
     empty when the file cannot be applied for that platform (validate reports why)."""
     from omni_deploy.errors import OmniDeployError
 
@@ -323,4 +347,4 @@ def code2wav_stage_env(deployment: Deployment, platform: str) -> dict[str, Stage
         applied = deployment.on(platform)
     except OmniDeployError:
         return {}
-    return stage_env(applied.stages, known.code2wav_stage)
+    return _stage_env(applied.stages, known.code2wav_stage)

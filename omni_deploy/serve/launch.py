@@ -12,9 +12,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from omni_deploy.errors import Interrupted, OmniDeployError, ProcessExited, ReadinessTimeout
-from omni_deploy.serve.plan import LaunchPlan
+from omni_deploy.launch.plan import LaunchPlan
+from omni_deploy.redact import secret_values
 from omni_deploy.serve.prepare import Prepared
-from omni_deploy.serve.redact import secret_values
 from omni_deploy.serve.rundir import add_to_record
 from omni_deploy.serve.speaker_report import read_report, summary_lines
 from omni_deploy.serve.supervise import Supervisor, local_url

@@ -16,7 +16,7 @@ import socket
 from pathlib import Path
 
 from omni_deploy.errors import OmniDeployError
-from omni_deploy.serve.redact import redact_argv
+from omni_deploy.redact import redact_argv
 
 _LISTEN = "0A"
 

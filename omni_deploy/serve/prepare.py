@@ -1,4 +1,5 @@
-"""serve, step 1: validate, decide the speaker backend, render into a fresh run directory, plan.
+"""serve, step 1: validate, take the launch spec (speaker decision, rendered file, command), write
+it into a fresh run directory.
 
 Nothing is started here. The host snapshot is taken once by the caller and passed in: preflight
 checks this host with it; the speaker decision is made for the serving host, which is this host
@@ -14,20 +15,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from omni_deploy.config.nodes import to_plain
 from omni_deploy.deployment import Deployment
 from omni_deploy.host import HostCaps
-from omni_deploy.resolve.speaker import SpeakerDecision, code2wav_stage_env, decide
-from omni_deploy.serve.plan import (
-    LaunchOptions,
-    LaunchPlan,
-    build_plan,
-    check_passthrough,
-    plan_record,
-)
+from omni_deploy.launch.options import LaunchOptions
+from omni_deploy.launch.plan import LaunchPlan
+from omni_deploy.launch.spec import LaunchSpec, launch_spec
+from omni_deploy.redact import redact_env
+from omni_deploy.resolve.speaker import SpeakerDecision
 from omni_deploy.serve.preflight import Preflight, Refusal, run_preflight
-from omni_deploy.serve.redact import redact_env
-from omni_deploy.serve.render_config import render_deploy_config
 from omni_deploy.serve.rundir import make_run_dir, write_new, write_record
 from omni_deploy.validate.context import Options
 from omni_deploy.validate.runner import FileReport, validate_file
@@ -52,12 +47,19 @@ class ServeRequest:
 
 @dataclass
 class Prepared:
-    decision: SpeakerDecision
+    spec: LaunchSpec
     plan: LaunchPlan
     preflight: Preflight
-    notes: list[str]
     directory: Path | None  # None: a dry run without --run-dir writes nothing
     config_path: Path | None
+
+    @property
+    def decision(self) -> SpeakerDecision:
+        return self.spec.decision
+
+    @property
+    def notes(self) -> list[str]:
+        return self.spec.rendered.notes
 
 
 def serving_host(host: HostCaps, launching: bool) -> HostCaps:
@@ -81,48 +83,31 @@ def prepare(
     env: dict[str, str],
     warn: Callable[[str], None],
 ) -> Prepared:
-    """Decide, render and plan; the run directory gets deploy.yaml and launch.json.
+    """The launch spec, and its rendered file and record in the run directory (deploy.yaml, launch.json).
 
     `warn` hears the speaker decision's warnings as soon as it is made (before a bad passthrough
     argument or an unusable --run-dir stops us).
     """
-    platform, launch = request.platform, request.launch
-    applied = deployment.on(platform)
     launching = not (request.dry_run or request.skip_preflight)
-    decision = decide(
-        platform,
-        deployment.pipeline,
-        deployment.code2wav_extra(),
-        deployment.code2wav_extra_path,
-        env,
-        serving_host(host, launching),
-        launch.spk_backend,
-        code2wav_stage_env(deployment, platform),
-    )
-    # The rendered config carries the override too, so vllm-omni and the plugin agree.
-    rendered = render_deploy_config(deployment, platform, launch.spk_backend)
-    notes = rendered.notes
-    for warning in decision.warnings:
+    spec = launch_spec(deployment, request.launch, host=serving_host(host, launching), env=env)
+    rendered = spec.rendered
+    for warning in spec.decision.warnings:
         warn(warning)
-    stage_ids = {to_plain(s.get("stage_id")) for s in applied.stages}
-    check_passthrough(launch.passthrough, {i for i in stage_ids if isinstance(i, int)})
-    preflight = run_preflight(launch.model, platform, decision.speaker_backend, host)
+    spec.check_passthrough()
+    preflight = run_preflight(request.launch.model, request.platform, spec.decision.speaker_backend, host)
     # A dry run leaves nothing behind unless asked to: no run directory without --run-dir.
     if request.dry_run and request.run_dir is None:
-        plan = build_plan(launch, "<run dir>/deploy.yaml", decision, env)
-        return Prepared(decision, plan, preflight, notes, None, None)
+        return Prepared(spec, spec.plan("<run dir>/deploy.yaml"), preflight, None, None)
     directory = make_run_dir(request.run_dir)
     config_path = directory / "deploy.yaml"
     write_new(config_path, rendered.text)
-    plan = build_plan(launch, str(config_path), decision, env)
-    prepared = Prepared(decision, plan, preflight, notes, directory, config_path)
+    prepared = Prepared(spec, spec.plan(str(config_path)), preflight, directory, config_path)
     write_record(directory, _record(prepared, request, str(deployment.top)))
     return prepared
 
 
 def _record(prepared: Prepared, request: ServeRequest, deploy_file: str) -> dict[str, Any]:
-    return plan_record(
-        prepared.plan,
+    return prepared.plan.record(
         {
             "deploy_file": deploy_file,
             "platform": request.platform,

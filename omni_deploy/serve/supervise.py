@@ -133,7 +133,7 @@ class Supervisor:
             print(f"omni-deploy: {message}", file=self.out, flush=True)
 
     def _pump(self, stream: IO[bytes], log: IO[bytes]) -> None:
-        from omni_deploy.serve.redact import scrub
+        from omni_deploy.redact import scrub
 
         for raw in iter(stream.readline, b""):
             line = scrub(raw.decode("utf-8", "replace").rstrip("\n"), self.secrets)

@@ -9,7 +9,6 @@ from typing import Any
 from omni_deploy.config.nodes import env_values
 from omni_deploy.deployment import Deployment
 from omni_deploy.errors import ConfigError
-from omni_deploy.k8s.check import check_multi_node
 from omni_deploy.validate import blame, suppress
 from omni_deploy.validate.check_capacity import (
     check_batched_tokens,
@@ -17,6 +16,7 @@ from omni_deploy.validate.check_capacity import (
     check_minicpmo_capacity,
 )
 from omni_deploy.validate.check_keys import check_keys
+from omni_deploy.validate.check_multi_node import check_multi_node
 from omni_deploy.validate.check_platform import check_platform_rules
 from omni_deploy.validate.check_topology import (
     check_connectors,

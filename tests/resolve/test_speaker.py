@@ -14,8 +14,7 @@ from omni_deploy.resolve.speaker import (
     NOT_APPLICABLE,
     TENSORRT,
     UNKNOWN,
-    code2wav_stage_env,
-    decide,
+    speaker_decision,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -26,8 +25,8 @@ DEFAULT = ROOT / "deploy" / "minicpmo_4_5_turn.yaml"
 def _decide(path: Path, platform: str = "cuda", env: dict[str, str] | None = None, host: HostCaps | None = None,
             override: str | None = None):  # type: ignore[no-untyped-def]  # fmt: skip
     deployment = Deployment.load(str(path))
-    return decide(platform, deployment.pipeline, deployment.code2wav_extra(), "$.connectors.connector_of_shared_memory.extra", env or {},
-                  host or assumed_host("0.30.0"), override, code2wav_stage_env(deployment, platform))  # fmt: skip
+    return speaker_decision(deployment, platform, env=env or {}, host=host or assumed_host("0.30.0"),
+                            override=override)  # type: ignore[arg-type]  # fmt: skip
 
 
 def _reason(decision, setting_end: str):  # type: ignore[no-untyped-def]

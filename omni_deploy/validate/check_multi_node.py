@@ -1,11 +1,12 @@
-"""validate --gpus-per-node: what cannot work when the stages are spread over nodes of that size."""
+"""validate --gpus-per-node (and k8s, which validates with its own): what cannot work when the
+stages are spread over nodes of that size (placement and edges from topology/)."""
 
 from __future__ import annotations
 
 from omni_deploy import codes, jsonpath
 from omni_deploy.config.nodes import to_plain
-from omni_deploy.k8s.crossnode import cross_node_problems
-from omni_deploy.k8s.placement import PlacementError, group_stages, stage_uses
+from omni_deploy.topology.crossnode import cross_node_problems
+from omni_deploy.topology.placement import PlacementError, group_stages, stage_uses
 from omni_deploy.validate.context import Context
 from omni_deploy.validate.findings import Finding, at
 

@@ -13,11 +13,11 @@ from functools import cache
 
 import yaml
 
+from omni_deploy.knowledge.keys import by_place
+
 
 @cache
 def _top_level_keys() -> frozenset[str]:
-    from omni_deploy.knowledge.keys import by_place
-
     return frozenset(by_place("top"))
 
 

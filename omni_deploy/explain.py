@@ -1,5 +1,6 @@
 """What `omni-deploy explain` says about a deploy file: per platform, the speaker-embedding decision
-or an overview of stages, devices and Code2Wav knobs; as a dict (JSON) or as text.
+of the launch spec (what `serve` and `k8s` would launch with) or an overview of stages, devices and
+Code2Wav knobs; as a dict (JSON) or as text.
 
 Pure: the host snapshot and the environment are passed in.
 """
@@ -15,8 +16,10 @@ from omni_deploy.config.yaml_loader import display_path
 from omni_deploy.deployment import Deployment
 from omni_deploy.host import HostCaps
 from omni_deploy.integration_env import Backend
+from omni_deploy.launch.options import LaunchOptions
+from omni_deploy.launch.spec import launch_spec
 from omni_deploy.resolve.overview import overview
-from omni_deploy.resolve.speaker import SpeakerDecision, code2wav_stage_env, decide
+from omni_deploy.resolve.speaker import SpeakerDecision
 from omni_deploy.speaker_rules import KEY_DEVICE_SPK, PLUGIN_NAME, PLUGINS_ALLOWLIST_ENV
 
 
@@ -49,16 +52,9 @@ def explain(
 ) -> Explanation:
     info, extra = deployment.pipeline, deployment.code2wav_extra()
     decisions = {
-        p: decide(
-            p,
-            info,
-            extra,
-            deployment.code2wav_extra_path,
-            env,
-            host,
-            override,
-            code2wav_stage_env(deployment, p),
-        )
+        p: launch_spec(
+            deployment, LaunchOptions(platform=p, spk_backend=override), host=host, env=env
+        ).decision
         for p in platforms
     }
     result: dict[str, Any] = {

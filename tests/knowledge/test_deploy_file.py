@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from omni_deploy.config.deploy_file import looks_like_deploy_file
+from omni_deploy.knowledge.deploy_file import looks_like_deploy_file
 
 
 @pytest.mark.parametrize(

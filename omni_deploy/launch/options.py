@@ -1,0 +1,56 @@
+"""What a launch is asked for (model, platform, address, speaker override, pass-through arguments),
+and the pass-through arguments that cannot be launched."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from omni_deploy.errors import OmniDeployError
+from omni_deploy.integration_env import Backend
+
+DEFAULT_MODEL = "openbmb/MiniCPM-o-4_5"
+
+
+class PlanError(OmniDeployError):
+    """The options ask for something that cannot be launched."""
+
+
+@dataclass
+class LaunchOptions:
+    model: str = DEFAULT_MODEL
+    platform: str = "cuda"
+    host: str = "127.0.0.1"
+    port: int = 8091
+    served_model_name: str | None = None
+    spk_backend: Backend | None = None  # None: what the file says
+    extra_env: dict[str, str] = field(default_factory=dict)
+    passthrough: tuple[str, ...] = ()
+
+
+def _flag_value(args: tuple[str, ...], flag: str) -> str | None:
+    for i, arg in enumerate(args):
+        if arg == flag and i + 1 < len(args):
+            return args[i + 1]
+        if arg.startswith(flag + "="):
+            return arg.split("=", 1)[1]
+    return None
+
+
+def check_passthrough(args: tuple[str, ...], stage_ids: set[int]) -> None:
+    """Checks the multi-node flags need before anything starts."""
+    for managed in ("--omni", "--deploy-config", "--host", "--port"):
+        if any(a == managed or a.startswith(managed + "=") for a in args):
+            raise PlanError(
+                f"{managed} is set by omni-deploy serve; use its own option instead of passing it through"
+            )
+    if "--headless" in args:
+        if _flag_value(args, "--omni-master-address") is None:
+            raise PlanError("--headless needs --omni-master-address (where the master stage runs)")
+        stage = _flag_value(args, "--stage-id")
+        if stage is None:
+            raise PlanError("--headless needs --stage-id N (the stage this node runs)")
+    stage = _flag_value(args, "--stage-id")
+    if stage is not None and (not stage.isdigit() or int(stage) not in stage_ids):
+        raise PlanError(f"--stage-id {stage}: the deploy config has stages {sorted(stage_ids)}")
+    if _flag_value(args, "--worker-backend") == "ray" and _flag_value(args, "--ray-address") is None:
+        raise PlanError("--worker-backend ray needs --ray-address")

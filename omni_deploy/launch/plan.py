@@ -1,0 +1,85 @@
+"""The command a launch runs: argv and environment changes, and the run record that keeps them.
+
+Pure apart from reading the environment passed in; preflight (host checks) and the run directory
+are serve's edges.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from omni_deploy.integration_env import SPK_BACKEND, TENSORRT, VLLM_OMNI_TRT
+from omni_deploy.launch.options import LaunchOptions
+from omni_deploy.redact import redact_argv, redact_env
+from omni_deploy.resolve.speaker import SpeakerDecision
+
+
+@dataclass
+class LaunchPlan:
+    argv: list[str]
+    env_changes: dict[str, str | None]  # None: removed from the environment
+    speaker: SpeakerDecision
+
+    @property
+    def shown_argv(self) -> list[str]:
+        """The argv as printed and recorded: secret pass-through values redacted."""
+        return redact_argv(self.argv)
+
+    def shell(self) -> str:
+        """The command line to show (secrets redacted); the process gets `argv` itself."""
+        return shlex.join(self.shown_argv)
+
+    def child_env(self, base: dict[str, str]) -> dict[str, str]:
+        env = dict(base)
+        for key, value in self.env_changes.items():
+            if value is None:
+                env.pop(key, None)
+            else:
+                env[key] = value
+        return env
+
+    def record(self, fields: dict[str, Any]) -> dict[str, Any]:
+        """The run record: the command (redacted), its environment changes, the decision, `fields`."""
+        return {
+            "argv": self.shown_argv,
+            "command": self.shell(),
+            "env": redact_env(self.env_changes),
+            "speaker": self.speaker.as_dict() | {"platform": self.speaker.platform},
+            **fields,
+        }
+
+
+def build_plan(
+    options: LaunchOptions, config_path: str, decision: SpeakerDecision, base_env: Mapping[str, str]
+) -> LaunchPlan:
+    argv = [
+        "vllm",
+        "serve",
+        options.model,
+        "--omni",
+        "--deploy-config",
+        config_path,
+        "--host",
+        options.host,
+        "--port",
+        str(options.port),
+    ]
+    if options.served_model_name:
+        argv += ["--served-model-name", options.served_model_name]
+    argv += list(options.passthrough)
+    # The speaker backend travels in the rendered deploy file (with --spk-backend written into it),
+    # which omni-deploy's plugin reads in the Code2Wav stage: no OMNI_DEPLOY_SPK_* variable is set,
+    # so the server decides as a plain `vllm serve --deploy-config` of the same file would.
+    env: dict[str, str | None] = {"VLLM_WORKER_MULTIPROC_METHOD": "spawn"}
+    backend = decision.speaker_backend
+    if backend == TENSORRT and options.spk_backend == TENSORRT:
+        env[VLLM_OMNI_TRT] = "1"
+    elif backend != TENSORRT and base_env.get(VLLM_OMNI_TRT) == "1":
+        env[VLLM_OMNI_TRT] = None  # would force TensorRT behind the chosen backend's back
+    if options.spk_backend is not None and base_env.get(SPK_BACKEND):
+        env[SPK_BACKEND] = None  # an inherited override would beat the --spk-backend written in the file
+    env.update(options.extra_env)
+    return LaunchPlan(argv, env, decision)
