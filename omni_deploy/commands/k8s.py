@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from omni_deploy.cli_params import PlatformType, TargetVersionType, output_option
-from omni_deploy.k8s.options import DEFAULT_IMAGE, DEFAULT_NAME
+from omni_deploy.k8s.options import (
+    DEFAULT_CPU_PER_GPU,
+    DEFAULT_MEMORY_PER_GPU_GIB,
+    DEFAULT_STARTUP_TIMEOUT,
+    DEFAULT_UID,
+)
 
 if TYPE_CHECKING:
     from omni_deploy.deployment import Deployment
@@ -38,8 +44,8 @@ if TYPE_CHECKING:
     "--model-cache",
     default="empty",
     show_default=True,
-    metavar="pvc:NAME|host:/path|empty",
-    help="Volume for the Hugging Face cache, or that holds an absolute --model path.",
+    metavar="pvc:NAME|host:/path|per-node:SIZE[:CLASS]|empty[:SIZE]",
+    help="Volume for the Hugging Face cache, or that holds an absolute --model path; SIZE in GiB.",
 )
 @click.option(
     "--platform",
@@ -72,6 +78,85 @@ if TYPE_CHECKING:
     help="Size of /dev/shm per pod (default: 1 GiB plus 1 GiB per shared-memory connector in the pod).",
 )
 @click.option(
+    "--startup-timeout",
+    type=click.IntRange(60, 86400),
+    default=DEFAULT_STARTUP_TIMEOUT,
+    show_default=True,
+    metavar="SECONDS",
+    help="Time the startup probe allows for model load and graph capture; the rollout deadline adds 10 minutes.",
+)
+@click.option(
+    "--cpu-per-gpu",
+    type=click.IntRange(1, 1024),
+    default=DEFAULT_CPU_PER_GPU,
+    show_default=True,
+    help="CPUs a pod requests (and is limited to) per GPU it holds.",
+)
+@click.option(
+    "--memory-per-gpu-gib",
+    type=click.IntRange(1, 4096),
+    default=DEFAULT_MEMORY_PER_GPU_GIB,
+    show_default=True,
+    help="Memory (GiB) a pod requests (and is limited to) per GPU it holds; /dev/shm is added.",
+)
+@click.option(
+    "--run-as-user",
+    type=click.IntRange(0, 2**31 - 1),
+    default=DEFAULT_UID,
+    show_default=True,
+    metavar="UID",
+    help="UID (and GID) of the server; 0 runs it as root, for an image that needs it.",
+)
+@click.option(
+    "--values",
+    "values_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="YAML with namespace, nodeSelector, tolerations, affinity, topologySpreadConstraints, "
+    "runtimeClassName, priorityClassName, imagePullSecrets, labels, annotations (docs/kubernetes.md).",
+)
+@click.option(
+    "--node-selector", multiple=True, metavar="KEY=VALUE", help="Node label the pods need (repeatable)."
+)
+@click.option(
+    "--toleration",
+    multiple=True,
+    metavar="KEY[=VALUE][:EFFECT]",
+    help="Taint the pods tolerate (repeatable).",
+)
+@click.option("--runtime-class", default=None, help="runtimeClassName of the pods (e.g. nvidia).")
+@click.option("--priority-class", default=None, help="priorityClassName of the pods.")
+@click.option(
+    "--image-pull-secret", multiple=True, metavar="NAME", help="Secret to pull the image with (repeatable)."
+)
+@click.option(
+    "--label", multiple=True, metavar="KEY=VALUE", help="Label on every object and pod (repeatable)."
+)
+@click.option(
+    "--annotation",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Annotation on every object and pod (repeatable).",
+)
+@click.option(
+    "--pdb/--no-pdb",
+    default=True,
+    show_default=True,
+    help="A PodDisruptionBudget that keeps drains and autoscalers from evicting a serving pod.",
+)
+@click.option(
+    "--network-policy/--no-network-policy",
+    default=True,
+    show_default=True,
+    help="A NetworkPolicy: the API port from anywhere, everything between the instance's pods.",
+)
+@click.option(
+    "--service-monitor",
+    is_flag=True,
+    default=False,
+    help="A Prometheus Operator ServiceMonitor for /metrics.",
+)
+@click.option(
     "--target-version",
     type=TargetVersionType(),
     default=None,
@@ -79,40 +164,23 @@ if TYPE_CHECKING:
 )
 @output_option(("yaml", "json"), help="yaml: multi-document, for kubectl apply -f -; json: a v1 List.")
 def k8s(
-    file: str | None,
-    model: str,
-    image: str | None,
-    name: str | None,
-    namespace: str | None,
-    gpus_per_node: int,
-    hf_token_secret: str | None,
-    model_cache: str,
-    platform: str,
-    workload: str,
-    port: int,
-    served_model_name: str | None,
-    shm_size_gib: int | None,
-    target_version: str | None,
-    fmt: str,
+    file: str | None, shm_size_gib: int | None, target_version: str | None, fmt: str, **params: Any
 ) -> int:
     """Print Kubernetes manifests that serve FILE (default: the bundled MiniCPM-o 4.5 turn profile).
 
     A ConfigMap with the deploy file exactly as `omni-deploy serve` renders it, a Deployment when
     every stage fits one node (--gpus-per-node), else a LeaderWorkerSet (or StatefulSets) with the
-    master and headless stages, and a Service for the API.
+    master and headless stages, a Service for the API, a PodDisruptionBudget and a NetworkPolicy.
     """
     from omni_deploy.k8s.build import build
-    from omni_deploy.k8s.options import K8sOptionError, K8sOptions, check_options, parse_model_cache
+    from omni_deploy.k8s.cli_options import options_from_cli
+    from omni_deploy.k8s.manifests import notes
+    from omni_deploy.k8s.options import K8sOptionError
     from omni_deploy.k8s.output import to_json, to_yaml
     from omni_deploy.knowledge.versions import default_target_version
 
     try:
-        options = K8sOptions(
-            model=model, image=image or DEFAULT_IMAGE, name=name or DEFAULT_NAME, namespace=namespace,
-            gpus_per_node=gpus_per_node, hf_token_secret=hf_token_secret, platform=platform, port=port,
-            model_cache=parse_model_cache(model_cache), workload=workload, served_model_name=served_model_name,
-        )  # fmt: skip
-        check_options(options)
+        options = options_from_cli(params)
     except K8sOptionError as error:
         raise click.UsageError(str(error)) from None
     target = target_version or default_target_version()
@@ -121,6 +189,8 @@ def k8s(
         click.echo("omni-deploy: no manifests: the deploy file does not pass validation", err=True)
         return 1
     objects = build(deployment, options, target, shm_size_gib)
+    for note in notes(options, objects):
+        click.echo(f"omni-deploy: note: {note}", err=True)
     click.echo(to_json(objects) if fmt == "json" else to_yaml(objects), nl=False)
     return 0
 

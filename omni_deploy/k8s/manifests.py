@@ -11,26 +11,34 @@ config/stage_config.py:1273), so the ConfigMap keeps the very file `serve` would
 
 from __future__ import annotations
 
+import hashlib
 import json
-import posixpath
-import shlex
+import math
 from dataclasses import dataclass
 from typing import Any
 
+from omni_deploy.k8s.entrypoint import container_command, supervisor_script
 from omni_deploy.k8s.options import (
-    CONFIG_DIR,
-    HF_HOME,
     MASTER_PORT,
-    TOKEN_KEY,
     K8sOptionError,
     K8sOptions,
+    image_notes,
 )
+from omni_deploy.k8s.pod import (
+    PROBE_PERIOD,
+    ContainerSpec,
+    claim_spec,
+    container,
+    pod_spec,
+    startup_failures,
+)
+from omni_deploy.k8s.policy import skip_annotations
 from omni_deploy.topology.crossnode import SHARED_MEMORY, Edge
 from omni_deploy.topology.placement import NodeGroup, StageUse
 
-GPU = "nvidia.com/gpu"
-GIB = 1024**3
 Obj = dict[str, Any]
+ROLLOUT_ANNOTATION = "omni-deploy/rollout-timeout"
+PULL_MARGIN = 600  # scheduling, and the pull of an image of many GiB, before the startup probe runs
 
 
 @dataclass(frozen=True)
@@ -58,11 +66,14 @@ def labels(options: K8sOptions, component: str | None = None) -> dict[str, str]:
     return out
 
 
-def _meta(options: K8sOptions, name: str, component: str | None = None) -> Obj:
+def _meta(options: K8sOptions, name: str, component: str | None = None, *, has_pods: bool = False) -> Obj:
     meta: Obj = {"name": name}
     if options.namespace:
         meta["namespace"] = options.namespace
-    meta["labels"] = labels(options, component)
+    meta["labels"] = {**labels(options, component), **options.scheduling.labels}
+    annotations = {**options.scheduling.annotations, **skip_annotations(options, has_pods)}
+    if annotations:
+        meta["annotations"] = annotations
     return meta
 
 
@@ -143,13 +154,6 @@ def pod_processes(inputs: Inputs, group: NodeGroup, master: str) -> list[list[st
     return processes
 
 
-def shell_script(processes: list[list[str]]) -> str:
-    """One process: exec it. Several: start all, and end the container when the first one ends."""
-    if len(processes) == 1:
-        return "exec " + shlex.join(processes[0])
-    return "\n".join([shlex.join(p) + " &" for p in processes] + ["wait -n", "exit $?"])
-
-
 def shm_size_gib(inputs: Inputs, group: NodeGroup) -> int:
     """/dev/shm: 1 GiB for vLLM's own queues, plus 1 GiB per shared-memory edge inside the pod."""
     if inputs.shm_gib is not None:
@@ -159,144 +163,114 @@ def shm_size_gib(inputs: Inputs, group: NodeGroup) -> int:
     return 1 + len(edges)
 
 
-def _model_volume(options: K8sOptions) -> tuple[Obj, Obj]:
-    if options.model.startswith("/"):
-        parent = posixpath.dirname(options.model.rstrip("/"))
-        mount = {
-            "name": "model-cache",
-            "mountPath": parent if parent != "/" else options.model,
-            "readOnly": True,
-        }
-    else:
-        mount = {"name": "model-cache", "mountPath": HF_HOME}
-    cache = options.model_cache
-    if cache.kind == "pvc":
-        volume: Obj = {"name": "model-cache", "persistentVolumeClaim": {"claimName": cache.source}}
-    elif cache.kind == "host":
-        volume = {"name": "model-cache", "hostPath": {"path": cache.source, "type": "Directory"}}
-    else:
-        volume = {"name": "model-cache", "emptyDir": {}}
-    return volume, mount
+def config_checksum(config: Obj) -> str:
+    """On every pod template: a changed ConfigMap changes the template, so the pods are replaced."""
+    data = json.dumps(config["data"], sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(data.encode()).hexdigest()
 
 
-def _probe(path: str, period: int, failures: int) -> Obj:
-    return {
-        "httpGet": {"path": path, "port": "http"},
-        "periodSeconds": period,
-        "timeoutSeconds": 5,
-        "failureThreshold": failures,
-    }
+def rollout_deadline(options: K8sOptions) -> int:
+    """Seconds a rollout may take: the startup probe's whole budget plus scheduling and the pull of
+    an image of many GiB. The Deployment's progressDeadlineSeconds; `kubectl rollout status
+    --timeout` for every workload (the omni-deploy/rollout-timeout annotation)."""
+    return PROBE_PERIOD * startup_failures(options) + PULL_MARGIN
 
 
-def container(
-    inputs: Inputs,
-    command: list[str],
-    gpus: int,
-    *,
-    serves_http: bool,
-    master: bool,
-) -> Obj:
-    options = inputs.options
-    env: list[Obj] = [{"name": k, "value": v} for k, v in inputs.env.items()]
-    if not options.model.startswith("/"):
-        env.append({"name": "HF_HOME", "value": HF_HOME})
-    if options.hf_token_secret:
-        env.append(
-            {
-                "name": "HF_TOKEN",
-                "valueFrom": {"secretKeyRef": {"name": options.hf_token_secret, "key": TOKEN_KEY}},
-            }
-        )
-    if len(inputs.groups) > 1:
-        env.append({"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}})
-    _, model_mount = _model_volume(options)
-    spec: Obj = {
-        "name": "vllm",
-        "image": options.image,
-        "command": command,
-        "env": env,
-        "resources": {"limits": {GPU: gpus}},
-        "volumeMounts": [
-            {"name": "config", "mountPath": CONFIG_DIR, "readOnly": True},
-            {"name": "dshm", "mountPath": "/dev/shm"},
-            model_mount,
-        ],
-    }
-    ports = []
-    if serves_http:
-        ports.append({"name": "http", "containerPort": options.port, "protocol": "TCP"})
-    if master:
-        ports.append({"name": "omni-master", "containerPort": MASTER_PORT, "protocol": "TCP"})
-    if ports:
-        spec["ports"] = ports
-    if serves_http:
-        # Model load, graph capture and TensorRT builds take minutes: 30 minutes before liveness
-        # counts, as serve's --ready-timeout; /health answers 503 until every stage is up.
-        spec["startupProbe"] = _probe("/health", 10, 180)
-        spec["readinessProbe"] = _probe("/health", 10, 3)
-        spec["livenessProbe"] = _probe("/health", 30, 4)
-    return spec
+def rollout_timeout(options: K8sOptions) -> str:
+    return f"{math.ceil(rollout_deadline(options) / 60)}m"
 
 
-def pod_template(
+def _workload_meta(options: K8sOptions, name: str, component: str) -> Obj:
+    meta = _meta(options, name, component, has_pods=True)
+    meta["annotations"] = {ROLLOUT_ANNOTATION: rollout_timeout(options), **meta.get("annotations", {})}
+    return meta
+
+
+def _template(
     inputs: Inputs,
     component: str,
-    container_spec: Obj,
-    shm_gib: int,
+    spec: ContainerSpec,
+    checksum: str,
     extra_labels: dict[str, str] | None = None,
+    claim_template: bool = False,
 ) -> Obj:
     options = inputs.options
-    volume, _ = _model_volume(options)
+    pod_labels = {**labels(options, component), **(extra_labels or {})}
+    annotations = {"checksum/config": checksum}
+    if spec.serves_http:
+        # The pod that serves the API: what an llm-d InferencePool selects, and what Prometheus
+        # scrapes (vLLM's /metrics on the API port).
+        pod_labels.update(
+            {"llm-d.ai/inferenceServing": "true", "llm-d.ai/model": options.name, "llm-d.ai/role": "both"}
+        )
+        annotations.update(
+            {
+                "prometheus.io/scrape": "true",
+                "prometheus.io/port": str(options.port),
+                "prometheus.io/path": "/metrics",
+            }
+        )
+    pod_labels.update(options.scheduling.labels)
+    annotations.update(options.scheduling.annotations)
+    several = len(inputs.groups) > 1
     return {
-        "metadata": {"labels": {**labels(options, component), **(extra_labels or {})}},
-        "spec": {
-            "containers": [container_spec],
-            "volumes": [
-                {"name": "config", "configMap": {"name": f"{options.name}-config"}},
-                {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": f"{shm_gib}Gi"}},
-                volume,
-            ],
-        },
+        "metadata": {"labels": pod_labels, "annotations": annotations},
+        "spec": pod_spec(
+            options, container(options, inputs.env, several, spec), spec.shm_gib, claim_template
+        ),
     }
 
 
-def _command(processes: list[list[str]]) -> list[str]:
-    return processes[0] if len(processes) == 1 else ["bash", "-c", shell_script(processes)]
+def claim_template(options: K8sOptions) -> Obj:
+    return {
+        "metadata": {"name": "model-cache", "labels": labels(options, "cache")},
+        "spec": claim_spec(options),
+    }
+
+
+def _node_claim(options: K8sOptions) -> Obj:
+    """A per-node cache on one node: a claim of its own, kept (not owned by the Deployment)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": _meta(options, f"{options.name}-model-cache", "cache"),
+        "spec": claim_spec(options),
+    }
 
 
 def single_node(inputs: Inputs) -> list[Obj]:
     options = inputs.options
     (group,) = inputs.groups
-    command = _command(pod_processes(inputs, group, ""))
-    template = pod_template(
-        inputs,
-        "master",
-        container(inputs, command, group.gpus, serves_http=True, master=False),
-        shm_size_gib(inputs, group),
+    config = config_map(inputs)
+    command = container_command(pod_processes(inputs, group, ""))
+    spec = ContainerSpec(
+        command, group.gpus, shm_size_gib(inputs, group), serves_http=True, master_port=False
     )
     deployment = {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
-        "metadata": _meta(options, options.name, "master"),
+        "metadata": _workload_meta(options, options.name, "master"),
         "spec": {
             "replicas": 1,
+            # Without it a rollout counts as failed after 600 s, while the startup probe allows
+            # --startup-timeout (30 minutes) for the model load.
+            "progressDeadlineSeconds": rollout_deadline(options),
             # A rolling update would need a second set of GPUs while the old pod still holds them.
             "strategy": {"type": "Recreate"},
             "selector": {"matchLabels": labels(options, "master")},
-            "template": template,
+            "template": _template(inputs, "master", spec, config_checksum(config)),
         },
     }
-    return [config_map(inputs), deployment, api_service(options)]
+    claims = [_node_claim(options)] if options.model_cache.kind == "per-node" else []
+    return [config, *claims, deployment, api_service(options), *operations(inputs)]
 
 
-def _leader(inputs: Inputs) -> Obj:
+def _leader(inputs: Inputs, checksum: str) -> Obj:
     group = inputs.groups[0]
-    command = _command(pod_processes(inputs, group, ""))
-    return pod_template(
-        inputs,
-        "master",
-        container(inputs, command, group.gpus, serves_http=True, master=True),
-        shm_size_gib(inputs, group),
+    command = container_command(pod_processes(inputs, group, ""))
+    spec = ContainerSpec(command, group.gpus, shm_size_gib(inputs, group), serves_http=True, master_port=True)
+    return _template(
+        inputs, "master", spec, checksum, claim_template=inputs.options.model_cache.kind == "per-node"
     )
 
 
@@ -313,7 +287,7 @@ def leader_worker_set(inputs: Inputs) -> list[Obj]:
         f"  {g.index})\n"
         + "\n".join(
             "    " + line
-            for line in shell_script(pod_processes(inputs, g, "$(LWS_LEADER_ADDRESS)")).splitlines()
+            for line in supervisor_script(pod_processes(inputs, g, "$(LWS_LEADER_ADDRESS)")).splitlines()
         )
         + "\n    ;;"
         for g in workers
@@ -323,30 +297,38 @@ def leader_worker_set(inputs: Inputs) -> list[Obj]:
         + "\n".join(cases)
         + '\n  *)\n    echo "omni-deploy: no stages for worker $LWS_WORKER_INDEX" >&2\n    exit 1\n    ;;\nesac'
     )
-    worker = pod_template(
-        inputs,
-        "worker",
-        container(inputs, ["bash", "-c", script], sizes.pop(), serves_http=False, master=False),
+    config = config_map(inputs)
+    checksum = config_checksum(config)
+    per_node = options.model_cache.kind == "per-node"
+    worker_spec = ContainerSpec(
+        ["bash", "-c", script],
+        sizes.pop(),
         max(shm_size_gib(inputs, g) for g in workers),
+        serves_http=False,
+        master_port=False,
+        master_address="$LWS_LEADER_ADDRESS",
     )
+    template: Obj = {
+        "size": len(inputs.groups),
+        "restartPolicy": "RecreateGroupOnPodRestart",
+        "leaderTemplate": _leader(inputs, checksum),
+        "workerTemplate": _template(inputs, "worker", worker_spec, checksum, claim_template=per_node),
+    }
+    if per_node:
+        template["volumeClaimTemplates"] = [claim_template(options)]
     lws = {
         "apiVersion": "leaderworkerset.x-k8s.io/v1",
         "kind": "LeaderWorkerSet",
-        "metadata": _meta(options, options.name, "stages"),
+        "metadata": _workload_meta(options, options.name, "stages"),
         "spec": {
             "replicas": 1,
             # The master answers /health only once every headless stage has registered, so the
             # workers must start with the leader, not after it is ready.
             "startupPolicy": "LeaderCreated",
-            "leaderWorkerTemplate": {
-                "size": len(inputs.groups),
-                "restartPolicy": "RecreateGroupOnPodRestart",
-                "leaderTemplate": _leader(inputs),
-                "workerTemplate": worker,
-            },
+            "leaderWorkerTemplate": template,
         },
     }
-    return [config_map(inputs), lws, api_service(options)]
+    return [config, lws, api_service(options), *operations(inputs)]
 
 
 def stateful_sets(inputs: Inputs) -> list[Obj]:
@@ -367,38 +349,106 @@ def stateful_sets(inputs: Inputs) -> list[Obj]:
             ],
         },
     }
-    objects: list[Obj] = [config_map(inputs), headless]
+    config = config_map(inputs)
+    checksum = config_checksum(config)
+    per_node = options.model_cache.kind == "per-node"
+    objects: list[Obj] = [config, headless]
     for group in inputs.groups:
         first = group.index == 0
+        component = "master" if first else "worker"
         node_label = {"omni-deploy/node": str(group.index)}
-        command = _command(pod_processes(inputs, group, master))
-        template = pod_template(
-            inputs,
-            "master" if first else "worker",
-            container(inputs, command, group.gpus, serves_http=first, master=first),
+        command = container_command(pod_processes(inputs, group, master))
+        spec = ContainerSpec(
+            command,
+            group.gpus,
             shm_size_gib(inputs, group),
-            node_label,
+            serves_http=first,
+            master_port=first,
+            master_address=None if first else master,
         )
+        sts_spec: Obj = {
+            "replicas": 1,
+            "serviceName": nodes,
+            "podManagementPolicy": "Parallel",
+            "selector": {"matchLabels": {**labels(options, component), **node_label}},
+            "template": _template(inputs, component, spec, checksum, node_label, claim_template=per_node),
+        }
+        if per_node:
+            sts_spec["volumeClaimTemplates"] = [claim_template(options)]
         objects.append(
             {
                 "apiVersion": "apps/v1",
                 "kind": "StatefulSet",
-                "metadata": _meta(
-                    options, f"{options.name}-node{group.index}", "master" if first else "worker"
-                ),
-                "spec": {
-                    "replicas": 1,
-                    "serviceName": nodes,
-                    "podManagementPolicy": "Parallel",
-                    "selector": {
-                        "matchLabels": {**labels(options, "master" if first else "worker"), **node_label}
-                    },
-                    "template": template,
-                },
+                "metadata": _workload_meta(options, f"{options.name}-node{group.index}", component),
+                "spec": sts_spec,
             }
         )
     objects.append(api_service(options))
-    return objects
+    return objects + operations(inputs)
+
+
+def disruption_budget(options: K8sOptions) -> Obj:
+    """No voluntary eviction (drain, autoscaler, node upgrade) of a healthy pod: a restart costs a
+    model load of up to --startup-timeout. Pods that are not ready (loading, crash-looping) may
+    still be evicted, so a broken server never blocks a drain."""
+    return {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": _meta(options, options.name),
+        "spec": {
+            "maxUnavailable": 0,
+            "selector": {"matchLabels": labels(options)},
+            "unhealthyPodEvictionPolicy": "AlwaysAllow",
+        },
+    }
+
+
+def network_policy(inputs: Inputs) -> Obj:
+    """Ingress to the API port (clients, Prometheus, an llm-d gateway) from anywhere, and between
+    the pods of this instance (headless stages register on the master's port; connectors and
+    vllm-omni's ZMQ sockets use ports of their own choosing). Egress stays open: the model download."""
+    options = inputs.options
+    rules: list[Obj] = [{"ports": [{"protocol": "TCP", "port": options.port}]}]
+    if len(inputs.groups) > 1:
+        rules.append({"from": [{"podSelector": {"matchLabels": labels(options)}}]})
+    return {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": _meta(options, options.name),
+        "spec": {
+            "podSelector": {"matchLabels": labels(options)},
+            "policyTypes": ["Ingress"],
+            "ingress": rules,
+        },
+    }
+
+
+def service_monitor(options: K8sOptions) -> Obj:
+    """For the Prometheus Operator: vLLM's /metrics through the API Service."""
+    spec: Obj = {
+        "selector": {"matchLabels": labels(options, "api")},
+        "endpoints": [{"port": "http", "path": "/metrics", "interval": "30s", "scrapeTimeout": "10s"}],
+    }
+    if options.namespace:
+        spec["namespaceSelector"] = {"matchNames": [options.namespace]}
+    return {
+        "apiVersion": "monitoring.coreos.com/v1",
+        "kind": "ServiceMonitor",
+        "metadata": _meta(options, options.name, "metrics"),
+        "spec": spec,
+    }
+
+
+def operations(inputs: Inputs) -> list[Obj]:
+    options = inputs.options
+    out = []
+    if options.disruption_budget:
+        out.append(disruption_budget(options))
+    if options.network_policy:
+        out.append(network_policy(inputs))
+    if options.service_monitor:
+        out.append(service_monitor(options))
+    return out
 
 
 def build_manifests(inputs: Inputs) -> list[Obj]:
@@ -407,3 +457,20 @@ def build_manifests(inputs: Inputs) -> list[Obj]:
     if inputs.options.workload == "statefulset":
         return stateful_sets(inputs)
     return leader_worker_set(inputs)
+
+
+def notes(options: K8sOptions, objects: list[Obj]) -> list[str]:
+    """What the manifests cannot check and the operator must know (printed to stderr)."""
+    out = image_notes(options.image)
+    workloads = [o for o in objects if o["kind"] in ("Deployment", "StatefulSet", "LeaderWorkerSet")]
+    pods = sum(
+        1 if o["kind"] != "LeaderWorkerSet" else o["spec"]["leaderWorkerTemplate"]["size"] for o in workloads
+    )
+    if options.model_cache.kind == "pvc" and pods > 1:
+        access = "ReadOnlyMany or ReadWriteMany" if options.model.startswith("/") else "ReadWriteMany"
+        out.append(
+            f"--model-cache pvc:{options.model_cache.source} is mounted by {pods} pods on different "
+            f"nodes: the claim must be {access} (a ReadWriteOnce claim leaves all but one pod Pending); "
+            "or give each pod its own cache with --model-cache per-node:SIZE[:STORAGECLASS]"
+        )
+    return out

@@ -9,7 +9,8 @@ import yaml
 
 
 class _Dumper(yaml.SafeDumper):
-    pass
+    def ignore_aliases(self, data: Any) -> bool:
+        return True  # no &anchors: every object reads on its own, as kubectl prints them
 
 
 def _str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:

@@ -1,5 +1,6 @@
-"""Checks for rendered manifests: Kubernetes 1.33's own schemas (strict) through kubernetes-validate,
-the LeaderWorkerSet's fields through a schema written here, and the totals the issue promises."""
+"""Checks for rendered manifests: Kubernetes' own schemas (strict; 1.33 unless a test names another)
+through kubernetes-validate, the LeaderWorkerSet's and the ServiceMonitor's fields through schemas
+written here, and the totals the issue promises."""
 
 from __future__ import annotations
 
@@ -17,27 +18,34 @@ GPU = "nvidia.com/gpu"
 
 
 @cache
-def _lws_schema() -> dict[str, Any]:
-    schema: dict[str, Any] = json.loads(
-        (ROOT / "tests" / "data" / "k8s" / "leaderworkerset.schema.json").read_text()
-    )
+def _schema(kind: str) -> dict[str, Any]:
+    schema: dict[str, Any] = json.loads((ROOT / "tests" / "data" / "k8s" / f"{kind}.schema.json").read_text())
     return schema
 
 
-def validate_pod_template(template: dict[str, Any]) -> None:
+def validate_pod_template(template: dict[str, Any], version: str = KUBERNETES) -> None:
     """A core PodTemplateSpec, checked as the `template` of a v1 PodTemplate."""
     wrapper = {"apiVersion": "v1", "kind": "PodTemplate", "metadata": {"name": "check"}, "template": template}
-    kubernetes_validate.validate(wrapper, KUBERNETES, strict=True)
+    kubernetes_validate.validate(wrapper, version, strict=True)
 
 
-def validate_object(obj: dict[str, Any]) -> None:
+def validate_claim(claim: dict[str, Any], version: str) -> None:
+    wrapper = {"apiVersion": "v1", "kind": "PersistentVolumeClaim", **claim}
+    kubernetes_validate.validate(wrapper, version, strict=True)
+
+
+def validate_object(obj: dict[str, Any], version: str = KUBERNETES) -> None:
     if obj["kind"] == "LeaderWorkerSet":
-        jsonschema.validate(obj, _lws_schema())
+        jsonschema.validate(obj, _schema("leaderworkerset"))
         lwt = obj["spec"]["leaderWorkerTemplate"]
         for key in ("leaderTemplate", "workerTemplate"):
-            validate_pod_template(lwt[key])
+            validate_pod_template(lwt[key], version)
+        for claim in lwt.get("volumeClaimTemplates", []):
+            validate_claim(claim, version)
+    elif obj["kind"] == "ServiceMonitor":
+        jsonschema.validate(obj, _schema("servicemonitor"))
     else:
-        kubernetes_validate.validate(obj, KUBERNETES, strict=True)
+        kubernetes_validate.validate(obj, version, strict=True)
 
 
 def pod_templates(obj: dict[str, Any]) -> list[tuple[dict[str, Any], int]]:
@@ -59,6 +67,10 @@ def gpu_total(objects: list[dict[str, Any]]) -> int:
             for container in template["spec"]["containers"]:
                 total += pods * int(container.get("resources", {}).get("limits", {}).get(GPU, 0))
     return total
+
+
+def pod_specs(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [template["spec"] for obj in objects for template, _ in pod_templates(obj)]
 
 
 def containers(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:

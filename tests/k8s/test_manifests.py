@@ -13,12 +13,13 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.k8s.kube import ROOT, containers, gpu_total, validate_object
+from tests.k8s.kube import ROOT, containers, gpu_total, pod_specs, validate_object
 from tests.support import upstream
 
 DATA = ROOT / "tests" / "data" / "k8s"
 SECRET_VALUE = "hf_k8s_test_token_value"
 BUNDLED = sorted((ROOT / "deploy").glob("*.yaml"))
+OPERATIONS = ["PodDisruptionBudget", "NetworkPolicy"]  # after the workload and its Service
 
 
 def run(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
@@ -68,12 +69,27 @@ def check(objects: list[dict[str, Any]]) -> None:
         validate_object(obj)
     devices = distinct_devices(config_map(objects)["data"]["deploy.yaml"])
     assert gpu_total(objects) == len(devices)
-    for container in containers(objects):
-        token = [e for e in container["env"] if e["name"] == "HF_TOKEN"]
-        assert token == [
-            {"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": "hf-token", "key": "HF_TOKEN"}}}
-        ]
-        assert all("value" not in e or SECRET_VALUE not in e["value"] for e in container["env"])
+    for spec in pod_specs(objects):
+        # The token is a file of the Secret that huggingface_hub reads through HF_TOKEN_PATH, never
+        # an environment variable (tests/integration checks that huggingface_hub reads it).
+        (volume,) = [v for v in spec["volumes"] if v["name"] == "hf-token"]
+        assert volume["secret"] == {
+            "secretName": "hf-token",
+            "items": [{"key": "HF_TOKEN", "path": "HF_TOKEN"}],
+            "defaultMode": 0o440,
+        }
+        for container in spec["containers"]:
+            env = {e["name"]: e for e in container["env"]}
+            assert "HF_TOKEN" not in env
+            assert env["HF_TOKEN_PATH"] == {
+                "name": "HF_TOKEN_PATH",
+                "value": "/var/run/secrets/huggingface/HF_TOKEN",
+            }
+            mounts = [m for m in container["volumeMounts"] if m["name"] == "hf-token"]
+            assert mounts == [
+                {"name": "hf-token", "mountPath": "/var/run/secrets/huggingface", "readOnly": True}
+            ]
+            assert all("value" not in e or SECRET_VALUE not in e["value"] for e in container["env"])
 
 
 def two_node_overlay(tmp_path: Path, base: Path) -> Path:
@@ -95,9 +111,9 @@ def test_bundled_files(file: Path, gpus_per_node: int) -> None:
     check(objects)
     kinds = [o["kind"] for o in objects]
     if file.name == "two_nodes.yaml" and gpus_per_node == 2:
-        assert kinds == ["ConfigMap", "LeaderWorkerSet", "Service"]
+        assert kinds == ["ConfigMap", "LeaderWorkerSet", "Service", *OPERATIONS]
     else:
-        assert kinds == ["ConfigMap", "Deployment", "Service"]
+        assert kinds == ["ConfigMap", "Deployment", "Service", *OPERATIONS]
 
 
 @pytest.mark.upstream
@@ -115,7 +131,7 @@ def test_upstream_profiles(name: str, workload: str, tmp_path: Path) -> None:
                         "    gpu_memory_utilization: 0.15\n")  # fmt: skip
     one = render(base, "--workload", workload)
     check(one)
-    assert [o["kind"] for o in one] == ["ConfigMap", "Deployment", "Service"]
+    assert [o["kind"] for o in one] == ["ConfigMap", "Deployment", "Service", *OPERATIONS]
     two = render(two_node_overlay(tmp_path, base), "--gpus-per-node", "4", "--workload", workload)
     check(two)
     workloads = [o["kind"] for o in two if o["kind"] in ("LeaderWorkerSet", "StatefulSet")]
