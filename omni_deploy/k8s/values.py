@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import difflib
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from omni_deploy.config.nodes import Map, Node, Scalar, Seq, to_plain
+from omni_deploy.config.nodes import Map, Node, Origin, Scalar, Seq, to_plain
 from omni_deploy.errors import ConfigError
 from omni_deploy.k8s.options import K8sOptionError, Scheduling, check_dns_label, check_dns_subdomain
 
@@ -49,13 +50,13 @@ class Values:
 
 
 class _Where:
-    """A node's position and path, for messages."""
+    """A node's position (or its key's) and path, for messages."""
 
-    def __init__(self, node: Node, path: str) -> None:
-        self.node, self.path = node, path
+    def __init__(self, node: Node, path: str, at: Origin | None = None) -> None:
+        self.node, self.path, self.at = node, path, at or node.origin
 
     def fail(self, message: str) -> K8sOptionError:
-        return K8sOptionError(f"{self.node.origin.location}: {self.path}: {message}")
+        return K8sOptionError(f"{self.at.location}: {self.path}: {message}")
 
 
 def check_key(key: str, what: str) -> None:
@@ -85,7 +86,7 @@ def _string(where: _Where) -> str:
     return node.value
 
 
-def _string_map(where: _Where) -> dict[str, str]:
+def _string_map(where: _Where, check: Callable[[str, str], None]) -> dict[str, str]:
     node = where.node
     if not isinstance(node, Map):
         raise where.fail("expected a mapping of strings to strings")
@@ -93,9 +94,10 @@ def _string_map(where: _Where) -> dict[str, str]:
     for key, entry in node.entries.items():
         child = _Where(entry.node, f"{where.path}.{key}")
         if not isinstance(key, str):
-            raise _Where(entry.node, where.path).fail(f"key {key!r} is not a string")
+            raise _Where(entry.node, where.path, entry.key_origin).fail(f"key {key!r} is not a string")
         if not isinstance(entry.node, Scalar) or not isinstance(entry.node.value, str):
             raise child.fail('expected a string (quote numbers and booleans: "true", "8")')
+        _checked(_Where(entry.node, child.path, entry.key_origin), check, key, entry.node.value)
         out[key] = entry.node.value
     return out
 
@@ -107,7 +109,9 @@ def _mapping(where: _Where, allowed: tuple[str, ...] | None = None) -> dict[str,
     if allowed is not None:
         for key, entry in node.entries.items():
             if key not in allowed:
-                raise _Where(entry.node, f"{where.path}.{key}").fail(_unknown(str(key), allowed))
+                raise _Where(entry.node, f"{where.path}.{key}", entry.key_origin).fail(
+                    _unknown(str(key), allowed)
+                )
     plain: dict[str, Any] = to_plain(node)
     return plain
 
@@ -184,12 +188,16 @@ def parse_values(root: Map) -> Values:
     for key, entry in root.entries.items():
         where = _Where(entry.node, str(key))
         if key not in _KEYS:
-            raise where.fail(_unknown(str(key), _KEYS))
+            raise _Where(entry.node, str(key), entry.key_origin).fail(_unknown(str(key), _KEYS))
         if key == "namespace":
             namespace = _string(where)
             _checked(where, check_dns_label, namespace, "namespace")
-        elif key in ("nodeSelector", "labels", "annotations"):
-            fields[{"nodeSelector": "node_selector"}.get(str(key), str(key))] = _string_map(where)
+        elif key == "nodeSelector":
+            fields["node_selector"] = _string_map(where, check_selector_entry)
+        elif key == "labels":
+            fields["labels"] = _string_map(where, check_label)
+        elif key == "annotations":
+            fields["annotations"] = _string_map(where, check_annotation)
         elif key == "tolerations":
             fields["tolerations"] = tuple(_toleration(item) for item in _items(where))
         elif key == "affinity":
@@ -202,12 +210,7 @@ def parse_values(root: Map) -> Values:
             fields["runtime_class" if key == "runtimeClassName" else "priority_class"] = value
         else:  # imagePullSecrets
             fields["image_pull_secrets"] = tuple(_pull_secret(item) for item in _items(where))
-    scheduling = Scheduling(**fields)
-    try:
-        check_metadata(scheduling)
-    except K8sOptionError as error:
-        raise K8sOptionError(f"{root.origin.file}: {error}") from None
-    return Values(namespace, scheduling)
+    return Values(namespace, Scheduling(**fields))
 
 
 def load_values(path: Path) -> Values:
@@ -219,6 +222,10 @@ def load_values(path: Path) -> Values:
     try:
         root = parse_text(read_text(path, name), name)
     except ConfigError as error:
+        if error.code == "E104":  # the loader's words are for deploy files
+            raise K8sOptionError(
+                f"--values: {error.location}: the top level of a values file must be a mapping"
+            ) from None
         raise K8sOptionError(f"--values: {error}") from None
     return parse_values(root)
 
@@ -243,21 +250,33 @@ def parse_toleration(text: str) -> dict[str, Any]:
     return toleration
 
 
+def check_selector_entry(key: str, value: str) -> None:
+    check_key(key, "nodeSelector key")
+    check_label_value(value, f"nodeSelector {key}")
+
+
+def check_label(key: str, value: str) -> None:
+    check_key(key, "label")
+    check_label_value(value, f"label {key}")
+    if key.startswith(OWN_LABEL_PREFIXES):
+        raise K8sOptionError(f"label {key!r}: omni-deploy sets the {key.split('/')[0]}/ labels itself")
+
+
+def check_annotation(key: str, value: str) -> None:
+    check_key(key, "annotation")
+    if key.startswith(OWN_ANNOTATION_PREFIXES):
+        raise K8sOptionError(
+            f"annotation {key!r}: omni-deploy sets the {key.split('/')[0]}/ annotations itself"
+        )
+
+
 def check_metadata(scheduling: Scheduling) -> None:
     for key, value in scheduling.node_selector.items():
-        check_key(key, "nodeSelector key")
-        check_label_value(value, f"nodeSelector {key}")
+        check_selector_entry(key, value)
     for key, value in scheduling.labels.items():
-        check_key(key, "label")
-        check_label_value(value, f"label {key}")
-        if key.startswith(OWN_LABEL_PREFIXES):
-            raise K8sOptionError(f"label {key!r}: omni-deploy sets the {key.split('/')[0]}/ labels itself")
-    for key in scheduling.annotations:
-        check_key(key, "annotation")
-        if key.startswith(OWN_ANNOTATION_PREFIXES):
-            raise K8sOptionError(
-                f"annotation {key!r}: omni-deploy sets the {key.split('/')[0]}/ annotations itself"
-            )
+        check_label(key, value)
+    for key, value in scheduling.annotations.items():
+        check_annotation(key, value)
     for secret in scheduling.image_pull_secrets:
         check_dns_subdomain(secret, "image pull Secret")
     for class_name, what in (
