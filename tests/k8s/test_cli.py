@@ -26,6 +26,14 @@ TWO_NODES = str(ROOT / "tests" / "data" / "k8s" / "two_nodes.yaml")
         (["--model", "m/x", "--model-cache", "nfs:/x"], "expected pvc:CLAIM, host:/absolute/path or empty"),
         (["--model", "m/x", "--model-cache", "host:relative"], "expected pvc:CLAIM"),
         (["--model", "m/x", "--gpus-per-node", "0"], "--gpus-per-node"),
+        (["--model", "m/x", "--name", "vllm"], "VLLM_PORT=tcp://10.0.0.1:8091"),
+        (["--model", "m/x", "--name", "vllm-omni"], "VLLM_OMNI_PORT=tcp://"),
+        (["--model", "m/x", "--name", "minicpmo\n"], "not a DNS-1123 label"),
+        (["--model", "m/x", "--image", "Registry.example.com/Omni Deploy:1"], "not an image reference"),
+        (["--model", "m/x", "--image", "omni-deploy:1@sha256:abc"], "not an image reference"),
+        (["--model", "m/x", "--startup-timeout", "10"], "--startup-timeout"),
+        (["--model", "m/x", "--cpu-per-gpu", "0"], "--cpu-per-gpu"),
+        (["--model", "m/x", "--run-as-user", "-1"], "--run-as-user"),
     ],
 )
 def test_usage_errors(capsys: pytest.CaptureFixture[str], args: list[str], message: str) -> None:
@@ -66,3 +74,19 @@ def test_unequal_workers(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> 
         "minicpmo-node1",
         "minicpmo-node2",
     ]
+
+
+@pytest.mark.parametrize("name", ["vllmx", "my-vllm", "minicpmo"])
+def test_names_outside_vllms_variables(capsys: pytest.CaptureFixture[str], name: str) -> None:
+    result = run_cli(capsys, "k8s", "--model", "m/x", "--name", name)
+    assert result.code == 0, result.err
+
+
+@pytest.mark.parametrize(
+    "image", ["registry.example.com/omni-deploy", "registry.example.com/omni-deploy:latest"]
+)
+def test_image_without_a_fixed_build_is_said(capsys: pytest.CaptureFixture[str], image: str) -> None:
+    result = run_cli(capsys, "k8s", "--model", "m/x", "--image", image)
+    assert result.code == 0, result.err
+    assert f"omni-deploy: note: --image {image} names no fixed build" in result.err
+    assert "omni-deploy: note" not in run_cli(capsys, "k8s", "--model", "m/x").err
