@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import posixpath
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -208,6 +209,42 @@ def image_notes(image: str) -> list[str]:
     return []
 
 
+# Top-level directories of the image: a volume mounted there would hide what the image holds.
+_SYSTEM_DIRS = frozenset(
+    ["/", "/bin", "/boot", "/dev", "/etc", "/home", "/lib", "/lib32", "/lib64", "/opt", "/proc", "/root",
+     "/run", "/sbin", "/srv", "/sys", "/tmp", "/usr", "/var"]
+)  # fmt: skip
+
+
+def model_mount(model: str) -> str:
+    """Where the volume that holds an absolute --model is mounted: the model's parent directory."""
+    trimmed = model.rstrip("/") or "/"
+    parent = posixpath.dirname(trimmed)
+    return trimmed if parent == "/" else parent
+
+
+def check_model_mount(options: K8sOptions) -> None:
+    """The model's volume must not hide the image or land on, in or over the pod's own mounts."""
+    model = options.model
+    if posixpath.normpath(model) != (model.rstrip("/") or "/") or "//" in model:
+        raise K8sOptionError(f"--model {model!r}: write the path without '.', '..' or '//' components")
+    mount = model_mount(model)
+    own = [CONFIG_DIR, "/dev/shm", HOME, "/tmp"] + ([TOKEN_DIR] if options.hf_token_secret else [])
+    clash = next(
+        (p for p in own if mount == p or p.startswith(mount + "/") or mount.startswith(p + "/")), None
+    )
+    if clash is not None:
+        why = f"which overlaps the pod's own {clash}"
+    elif mount in _SYSTEM_DIRS:
+        why = f"which would hide the image's {mount}"
+    else:
+        return
+    raise K8sOptionError(
+        f"--model {model}: its volume would be mounted at {mount}, {why}; put the model one directory "
+        "deeper, such as /models/NAME"
+    )
+
+
 def check_options(options: K8sOptions) -> None:
     if options.platform != "cuda":
         raise PlatformRefused(
@@ -230,3 +267,5 @@ def check_options(options: K8sOptions) -> None:
             "put the model on a volume that holds it (--model-cache pvc:CLAIM or host:/path); it is "
             "mounted at the model's parent directory"
         )
+    if options.model.startswith("/"):
+        check_model_mount(options)

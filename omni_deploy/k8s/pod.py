@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import copy
 import math
-import posixpath
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,6 +29,7 @@ from omni_deploy.k8s.options import (
     TOKEN_DIR,
     TOKEN_KEY,
     K8sOptions,
+    model_mount,
     parse_image,
 )
 
@@ -50,10 +50,7 @@ TERMINATION_GRACE = 60
 
 def model_mount_path(options: K8sOptions) -> str:
     """Where the model cache volume is mounted: the parent of a model path, else HF_HOME."""
-    if options.model.startswith("/"):
-        parent = posixpath.dirname(options.model.rstrip("/"))
-        return parent if parent != "/" else options.model
-    return HF_HOME
+    return model_mount(options.model) if options.model.startswith("/") else HF_HOME
 
 
 def model_volume(options: K8sOptions) -> Obj:

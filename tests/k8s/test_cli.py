@@ -34,6 +34,22 @@ TWO_NODES = str(ROOT / "tests" / "data" / "k8s" / "two_nodes.yaml")
         (["--model", "m/x", "--startup-timeout", "10"], "--startup-timeout"),
         (["--model", "m/x", "--cpu-per-gpu", "0"], "--cpu-per-gpu"),
         (["--model", "m/x", "--run-as-user", "-1"], "--run-as-user"),
+        (
+            ["--model", "/tmp/m", "--model-cache", "host:/d"],
+            "mounted at /tmp, which overlaps the pod's own /tmp",
+        ),
+        (["--model", "/home/omni/m", "--model-cache", "host:/d"], "overlaps the pod's own /home/omni"),
+        (
+            ["--model", "/etc/omni-deploy/m", "--model-cache", "pvc:c"],
+            "overlaps the pod's own /etc/omni-deploy",
+        ),
+        (
+            ["--model", "/var/run/secrets/m", "--model-cache", "pvc:c", "--hf-token-secret", "t"],
+            "overlaps the pod's own /var/run/secrets/huggingface",
+        ),
+        (["--model", "/opt/m", "--model-cache", "host:/d"], "would hide the image's /opt"),
+        (["--model", "/", "--model-cache", "host:/d"], "would hide the image's /"),
+        (["--model", "/models/../etc/m", "--model-cache", "host:/d"], "without '.', '..' or '//'"),
     ],
 )
 def test_usage_errors(capsys: pytest.CaptureFixture[str], args: list[str], message: str) -> None:
