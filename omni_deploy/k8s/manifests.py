@@ -1,5 +1,7 @@
 """The Kubernetes objects, as plain dicts: ConfigMap, Service, and a Deployment (one node), a
-LeaderWorkerSet or StatefulSets (several nodes).
+LeaderWorkerSet or StatefulSets (several nodes); beside them a PodDisruptionBudget, a
+NetworkPolicy, a ServiceMonitor on request, and the cache claim of a per-node cache on one node.
+One pod's insides are pod.py's; what checkov may skip and why, policy.py's.
 
 Multi-node follows vllm-omni 0.30.0's distributed mode (entrypoints/cli/serve.py,
 engine/stage_runtime.py): the master is `vllm serve ... --stage-id S --omni-master-address A
