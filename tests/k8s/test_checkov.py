@@ -77,7 +77,7 @@ def scanned(directory: str) -> dict[str, list[dict[str, Any]]]:
     """file name -> every check result checkov reports for it, from one run over the directory."""
     checkov = checkov_path()
     version = subprocess.run(
-        [checkov, "--version"], capture_output=True, text=True, timeout=120
+        [checkov, "--version"], capture_output=True, text=True, timeout=600
     ).stdout.strip()
     pin = PIN.group(1) if PIN else None
     assert version == pin, f"checkov {version}, but .ci/checkov-requirements.txt pins {pin}"
