@@ -115,6 +115,10 @@ E380 = _declare("E380", ERROR, "code2wav_initial_batch_size below code2wav_min_b
 # Several nodes (validate --gpus-per-node, and k8s): what cannot work once stages are spread.
 E390 = _declare("E390", ERROR, "a shared-memory connector joins stages placed on different nodes", _V + "cross_node_shm.yaml")
 E391 = _declare("E391", ERROR, "a stage needs more GPUs than one node has (--gpus-per-node)", _V + "stage_wider_than_node.yaml")
+# The server check: vllm-omni's own start-up config code, run in a child process.
+E395 = _declare("E395", ERROR, "vllm-omni's own start-up config code refuses the file (server check)", _V + "server_check_refuses.yaml")
+E396 = _declare("E396", ERROR, "vllm-omni's connector set-up fails; it logs a warning and starts with no connector configuration (server check)", _V + "server_check_connector_setup.yaml")
+E397 = _declare("E397", ERROR, "--server-check on, but the check could not run or could not decide the file", _V + "server_check_cannot_run.yaml")
 # fmt: on
 
 

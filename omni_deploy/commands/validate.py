@@ -13,6 +13,7 @@ from omni_deploy.config.stage_schema import PLATFORMS
 from omni_deploy.knowledge.versions import RELEASED, default_target_version
 
 if TYPE_CHECKING:
+    from omni_deploy.validate.context import ModelShape
     from omni_deploy.validate.project import ProjectSettings
 
 
@@ -74,6 +75,27 @@ if TYPE_CHECKING:
     type=click.IntRange(min=1),
     help="Check that the stages can be spread over nodes of this many GPUs (as `omni-deploy k8s` places them).",
 )
+@click.option(
+    "--server-check",
+    type=click.Choice(["auto", "on", "off"]),
+    default="auto",
+    show_default=True,
+    help="Also run vllm-omni's own start-up config code on the files, in a child process of the "
+    "serving environment's interpreter (no GPU, no weights): auto runs it when that vllm-omni is the "
+    "target version, on makes not running an error, off skips it.",
+)
+@click.option(
+    "--server-python",
+    type=click.Path(exists=True, dir_okay=False),
+    default=None,
+    help="The serving environment's Python (the one that has vllm-omni); default: this one.",
+)
+@click.option(
+    "--model",
+    default=None,
+    help="The model the server will run (a local folder), for pipelines whose set-up reads its "
+    "config.json; nothing is downloaded.",
+)
 @output_option(
     ("text", "json", "sarif", "github", "junit"),
     help="text for people; json; sarif (code scanning); github (workflow annotations); junit (XML).",
@@ -96,6 +118,9 @@ def validate(
     pipeline: str | None,
     model_config: Path | None,
     gpus_per_node: int | None,
+    server_check: str,
+    server_python: str | None,
+    model: str | None,
     fmt: str,
     stdin_filename: str | None,
     skip_non_deploy: bool,
@@ -108,9 +133,9 @@ def validate(
     .omni-deploy.yaml or pyproject.toml [tool.omni-deploy] at or above the working directory.
     """
     from omni_deploy.cli_inputs import read_inputs
-    from omni_deploy.validate.context import Options, model_shape_from_config
+    from omni_deploy.validate.context import Options
     from omni_deploy.validate.report import REPORTERS
-    from omni_deploy.validate.runner import validate_file
+    from omni_deploy.validate.runner import validate_inputs
 
     settings = _project_settings(ignore)
     target = target_version or settings.target_version or default_target_version()
@@ -118,20 +143,13 @@ def validate(
     if skip_non_deploy:
         inputs = [i for i in inputs if _is_deploy_file(i)]
     chosen = None if not platforms else (PLATFORMS if "all" in platforms else tuple(dict.fromkeys(platforms)))
-    shape = None
-    if model_config is not None:
-        try:
-            shape = model_shape_from_config(model_config)
-        except (ValueError, KeyError, TypeError) as exc:
-            raise click.BadParameter(
-                f"cannot read the Talker's shape from it: {exc}", param_hint="--model-config"
-            ) from None
     strict = settings.strict if strict is None else strict
     options = Options(
-        chosen, bool(strict), target, gpu_memory_gib, pipeline, shape, gpus_per_node,
-        vllm_omni_source=vllm_omni_source, ignore=settings.ignore,
+        chosen, bool(strict), target, gpu_memory_gib, pipeline, _model_shape(model_config), gpus_per_node,
+        vllm_omni_source=vllm_omni_source, ignore=settings.ignore, server_check=server_check,
+        server_python=server_python, model=model,
     )  # fmt: skip
-    reports = [validate_file(i.name, options, text=i.text) for i in inputs]
+    reports = validate_inputs(inputs, options)
     output = REPORTERS[fmt](reports)
     if fmt == "text":
         import sys
@@ -143,6 +161,19 @@ def validate(
     click.echo(output, color=fmt == "text" or None)
     failed = any(not r.valid for r in reports)
     return 1 if failed else 0
+
+
+def _model_shape(model_config: Path | None) -> ModelShape | None:
+    from omni_deploy.validate.context import model_shape_from_config
+
+    if model_config is None:
+        return None
+    try:
+        return model_shape_from_config(model_config)
+    except (ValueError, KeyError, TypeError) as exc:
+        raise click.BadParameter(
+            f"cannot read the Talker's shape from it: {exc}", param_hint="--model-config"
+        ) from None
 
 
 def _project_settings(ignore: tuple[str, ...]) -> ProjectSettings:

@@ -69,3 +69,21 @@ def identify(config: Map, chain: list[Path], override: str | None = None) -> Pip
             if path.name.startswith(name):
                 return PipelineInfo(name, pipeline, f"inferred from the file name {path.name}")
     return PipelineInfo(None, None, "unknown: no pipeline: key, and no known file name in the chain")
+
+
+def _squash(name: str) -> str:
+    return name.lower().replace("-", "").replace("_", "")
+
+
+def infer_registered(chain: list[Path], registered: frozenset[str] = REGISTERED) -> str | None:
+    """The registered pipeline a file name starts with (the longest; the top file first), else None.
+
+    A stand-in for what the server learns from the model (its config's model_type, then the model
+    path's name): without the model, the deploy file's name is the best hint there is.
+    """
+    for path in chain:
+        stem = _squash(path.stem)
+        matches = [name for name in registered if stem.startswith(_squash(name))]
+        if matches:
+            return max(matches, key=lambda n: len(_squash(n)))
+    return None

@@ -10,6 +10,7 @@ from omni_deploy.config.platform import PlatformApplied
 from omni_deploy.deployment import Deployment
 from omni_deploy.knowledge.target import TargetReads
 from omni_deploy.knowledge.versions import RELEASED
+from omni_deploy.server_check.run import ServerRun
 
 
 @dataclass(frozen=True)
@@ -33,6 +34,14 @@ class Options:
     # main checkout that is not installed.
     vllm_omni_source: Path | None = None
     ignore: frozenset[str] = frozenset()  # finding codes to leave out (--ignore, project settings)
+    # The server check (omni_deploy/server_check/): vllm-omni's own start-up config code run in a
+    # child process. off for the library and the commands that only preflight; validate passes auto
+    # (run when the serving environment's vllm-omni is the target) or on (not running is an error).
+    server_check: str = "off"
+    server_python: str | None = None  # the serving environment's interpreter (default: this one)
+    server_timeout_s: float = 300.0
+    server_memory_gib: float = 16.0
+    model: str | None = None  # a local model folder, for pipelines that need its config.json
 
 
 @dataclass
@@ -42,6 +51,7 @@ class Context:
     deployment: Deployment
     options: Options
     applied: dict[str, PlatformApplied] = field(default_factory=dict)
+    server: ServerRun | None = None  # the server check's run over this file and the others given with it
 
     @cached_property
     def target_reads(self) -> TargetReads:

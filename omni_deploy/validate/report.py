@@ -15,6 +15,7 @@ from typing import Any
 
 from omni_deploy import __version__
 from omni_deploy.output.json_doc import dumps
+from omni_deploy.server_check.run import ServerRun
 from omni_deploy.validate.findings import ERROR, INFO, WARNING, Finding
 from omni_deploy.validate.runner import FileReport
 
@@ -51,8 +52,30 @@ def _rule(code_id: str) -> Rule:
     return Rule(code.id, code.severity, code.summary, text, markdown)
 
 
+def _server_run(reports: list[FileReport]) -> ServerRun | None:
+    return next((r.server for r in reports if r.server is not None), None)
+
+
+def server_lines(reports: list[FileReport]) -> list[str]:
+    """Whether the server check ran, on what, and which files it could not decide (and why)."""
+    run = _server_run(reports)
+    if run is None:
+        return []
+    if not run.ran:
+        return [f"server check: not run ({run.reason})"]
+    undecided = [(name, v.undecided) for name, v in run.verdicts.items() if v.undecided]
+    lines = [
+        f"server check: vllm-omni {run.version}'s start-up config code ({run.path}) decided "
+        f"{len(run.verdicts) - len(undecided)} of {len(run.verdicts)} file(s) in {run.seconds:.1f} s "
+        f"({run.interpreter})" + (f"; {run.reason}" if run.reason else "")
+    ]
+    lines += [f"server check: {name}: not decided: {why}" for name, why in undecided]
+    return lines
+
+
 def text(reports: list[FileReport]) -> str:
     lines = [f.text() for r in reports for f in r.findings]
+    lines += server_lines(reports)
     counts = {
         s: sum(1 for r in reports for f in r.findings if f.severity == s) for s in (ERROR, WARNING, INFO)
     }
@@ -67,7 +90,17 @@ def text(reports: list[FileReport]) -> str:
 
 
 def as_json(reports: list[FileReport]) -> str:
-    return dumps({"files": [r.as_dict() for r in reports]})
+    document: dict[str, Any] = {"files": [r.as_dict() for r in reports]}
+    run = _server_run(reports)
+    if run is not None:
+        document["server_check"] = run.as_dict()
+        for entry, report in zip(document["files"], reports, strict=True):
+            verdict = run.verdicts.get(report.file)
+            entry["server_check"] = {
+                "decided": bool(verdict and verdict.decided),
+                "reason": (verdict.undecided if verdict else run.reason or "not checked") or None,
+            }
+    return dumps(document)
 
 
 def _relative(file: str) -> Path:

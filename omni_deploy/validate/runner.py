@@ -9,6 +9,8 @@ from typing import Any
 from omni_deploy.config.nodes import env_values
 from omni_deploy.deployment import Deployment
 from omni_deploy.errors import ConfigError
+from omni_deploy.inputs import Input
+from omni_deploy.server_check.run import ServerRun
 from omni_deploy.validate import blame, suppress
 from omni_deploy.validate.check_capacity import (
     check_batched_tokens,
@@ -18,6 +20,7 @@ from omni_deploy.validate.check_capacity import (
 from omni_deploy.validate.check_keys import check_keys
 from omni_deploy.validate.check_multi_node import check_multi_node
 from omni_deploy.validate.check_platform import check_platform_rules
+from omni_deploy.validate.check_server import check_server, run_server_check
 from omni_deploy.validate.check_topology import (
     check_connectors,
     check_platform_entries,
@@ -40,6 +43,7 @@ CHECKS: list[Callable[[Context], list[Finding]]] = [
     check_batched_tokens,
     check_platform_rules,
     check_multi_node,
+    check_server,
 ]
 
 
@@ -48,6 +52,7 @@ class FileReport:
     file: str
     findings: list[Finding] = field(default_factory=list)
     deployment: Deployment | None = None  # what the checks saw, for commands that go on (serve)
+    server: ServerRun | None = None  # the server check's run (shared by the files given together)
 
     @property
     def valid(self) -> bool:
@@ -74,19 +79,38 @@ def _from_error(error: ConfigError, file: str) -> Finding:
 def validate_file(name: str, options: Options, text: str | None = None) -> FileReport:
     """Load the file named `name` (or `text` so named, from stdin) and check it; a file that
     cannot be loaded is one finding."""
-    try:
-        deployment = Deployment.load(name, pipeline=options.pipeline, text=text)
-    except ConfigError as error:
-        return FileReport(name, [_from_error(error, name)])
-    return validate_deployment(deployment, options, text)
+    return validate_inputs([Input(name, text)], options)[0]
 
 
-def validate_deployment(deployment: Deployment, options: Options, text: str | None = None) -> FileReport:
+def validate_inputs(inputs: list[Input], options: Options) -> list[FileReport]:
+    """Check every input; the server check (when options ask for it) runs once for all of them."""
+    loaded: list[tuple[Input, Deployment | FileReport]] = []
+    for source in inputs:
+        try:
+            loaded.append((source, Deployment.load(source.name, pipeline=options.pipeline, text=source.text)))
+        except ConfigError as error:
+            loaded.append((source, FileReport(source.name, [_from_error(error, source.name)])))
+    deployments = [d for s, d in loaded if isinstance(d, Deployment) and s.text is None]
+    server = run_server_check(deployments, options)
+    reports = []
+    for source, item in loaded:
+        if isinstance(item, FileReport):
+            item.server = server
+            reports.append(item)
+        else:
+            reports.append(validate_deployment(item, options, source.text, server))
+    return reports
+
+
+def validate_deployment(
+    deployment: Deployment, options: Options, text: str | None = None, server: ServerRun | None = None
+) -> FileReport:
     """Check a loaded deployment; `text`: the top file's text when it came from stdin (its
-    `# omni-deploy: ignore[...]` comments count, not the file on disk)."""
-    ctx = Context(deployment, options)
+    `# omni-deploy: ignore[...]` comments count, not the file on disk); `server`: the server
+    check's run that covered it (validate_inputs runs it)."""
+    ctx = Context(deployment, options, server=server)
     name = deployment.name
-    report = FileReport(name, deployment=deployment)
+    report = FileReport(name, deployment=deployment, server=server)
     platforms = options.platforms if options.platforms is not None else deployment.default_platforms()
     for platform in platforms:
         try:

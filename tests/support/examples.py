@@ -30,6 +30,14 @@ def example_options(path: Path) -> Options:
                 options.gpus_per_node = int(value)
             elif flag == "--vllm-omni-source":
                 options.vllm_omni_source = (path.parent / value).resolve()
+            elif flag == "--server-check":
+                options.server_check = value
+            elif flag == "--server-python":
+                options.server_python = str((path.parent / value).resolve())
+            elif flag == "--server-timeout":
+                options.server_timeout_s = float(value)
+            elif flag == "--server-memory-gib":
+                options.server_memory_gib = float(value)
             elif flag == "--model-config":
                 options.model_shape = model_shape_from_config(path.parent / value)
             else:

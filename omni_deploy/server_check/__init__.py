@@ -1,0 +1,1 @@
+"""The server check: vllm-omni's own start-up config code, run on deploy files in a child process."""

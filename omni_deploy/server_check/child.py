@@ -1,0 +1,253 @@
+"""The server check's child: run an installed vllm-omni's own start-up config path on deploy files.
+
+Run as a script by the serving environment's interpreter (`python child.py`), never imported by
+omni-deploy's validate: it imports vllm_omni (and through it vllm and torch). It imports nothing
+of omni-deploy, so any interpreter that has vllm-omni can run it.
+
+Reads one JSON request on stdin:
+
+    {"jobs": [{"id": 0, "file": "/abs/x.yaml", "platforms": ["cuda"], "pipeline": "minicpmo_4_5",
+               "model": null}]}
+
+and writes one JSON line per job on its stdout (flushed per job, so a run stopped by its time
+limit still returns the jobs it finished), after a first line that says what ran:
+
+    {"kind": "hello", "vllm_omni": "0.30.0", "vllm": "0.30.0", "path": "typed_config", "import_s": 8.1}
+    {"kind": "job", "id": 0, "platform": "cuda", "steps": [...], "error": {...} | null,
+     "swallowed": [{...}]}
+
+Everything vllm and vllm-omni print goes to stderr: the protocol owns the original stdout.
+
+What runs, per file and platform, is what `vllm serve MODEL --omni --deploy-config FILE` runs
+before any engine starts (0.30.0: `entrypoints/cli/serve.py:1121` -> `config/resolver.py`
+`resolve_omni_config` -> `config/config_factory.py:415` `VllmOmniConfig.from_pipeline_config`):
+- `load`: `config/stage_config.py` `load_deploy_config` (base_config chain, merge, stage parse,
+  `DuplexSessionRuntimeConfig(**duplex_session)`),
+- `pipeline`: the file's `pipeline:` (else the one omni-deploy inferred) looked up in
+  `config/pipeline_registry.py`, read as text, so only that pipeline's module is imported (the
+  registry module itself imports every model family and, through vLLM's Qwen2-VL code,
+  torchvision),
+- `typed_config`: `VllmOmniConfig.from_pipeline_config` with the platform applied as a server on
+  that platform applies it (older releases: `merge_pipeline_deploy`, their start-up merge),
+- `transfer_config`: `engine/stage_init_utils.py` `load_omni_transfer_config_for_model`'s body;
+  upstream catches every exception there, logs a warning and runs with no connector config, so a
+  failure is reported as `swallowed`, not as `error`.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import importlib
+import json
+import os
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+PROTOCOL = 1
+
+
+def _emit(out: Any, record: dict[str, Any]) -> None:
+    out.write(json.dumps(record, default=str) + "\n")
+    out.flush()
+
+
+def _where(exc: BaseException, package_root: Path) -> str | None:
+    """The innermost traceback frame inside vllm_omni (or vllm), as `vllm_omni/...py:LINE`."""
+    found = None
+    for frame in traceback.extract_tb(exc.__traceback__):
+        path = Path(frame.filename)
+        for root in (package_root, package_root.parent / "vllm"):
+            try:
+                rel = path.resolve().relative_to(root.resolve().parent)
+            except ValueError:
+                continue
+            found = f"{rel.as_posix()}:{frame.lineno}"
+    return found
+
+
+def _error(exc: BaseException, step: str, package_root: Path) -> dict[str, Any]:
+    message = str(exc)
+    if isinstance(exc, KeyError) and exc.args and isinstance(exc.args[0], str):
+        message = exc.args[0]  # str(KeyError) adds quotes around the bare key
+    return {
+        "step": step,
+        "type": type(exc).__name__,
+        "message": message[:4000],
+        "where": _where(exc, package_root),
+    }
+
+
+def registry_entries(root: Path) -> dict[str, tuple[str, str]]:
+    """{pipeline name: (module, attribute)} from the release's pipeline_registry.py, read as text.
+
+    0.20.0-0.22.0 declare `name: ("module", "ATTR")`; 0.24.0 on import each PipelineConfig (or
+    resolver) by name and map `name: NAME`.
+    """
+    path = root / "config" / "pipeline_registry.py"
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    imported: dict[str, tuple[str, str]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            for alias in node.names:
+                imported[alias.asname or alias.name] = (node.module, alias.name)
+    out: dict[str, tuple[str, str]] = {}
+    for node in ast.walk(tree):
+        value = node.value if isinstance(node, (ast.Assign, ast.AnnAssign)) else None
+        if not isinstance(value, ast.Dict):
+            continue
+        for key, item in zip(value.keys, value.values, strict=True):
+            if not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
+                continue
+            if isinstance(item, ast.Tuple) and len(item.elts) == 2:
+                parts = [
+                    e.value for e in item.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)
+                ]
+                if len(parts) == 2:
+                    out[key.value] = (str(parts[0]), str(parts[1]))
+            elif isinstance(item, ast.Name) and item.id in imported:
+                out[key.value] = imported[item.id]
+    return out
+
+
+def _hf_config(model: str | None) -> Any:
+    """The model's config (a local folder's config.json), for pipelines that are resolvers."""
+    if not model:
+        return None
+    try:
+        from transformers import AutoConfig
+
+        return AutoConfig.from_pretrained(model, trust_remote_code=False, local_files_only=True)
+    except Exception:
+        return None
+
+
+class _Release:
+    """The start-up config path of the installed release."""
+
+    def __init__(self) -> None:
+        import vllm_omni
+
+        self.version = str(getattr(vllm_omni, "__version__", "unknown"))
+        self.root = Path(vllm_omni.__file__).resolve().parent
+        from vllm_omni.config import stage_config
+
+        self.stage_config = stage_config
+        self.registry = registry_entries(self.root)
+        self.omni_config: Any = None
+        # The typed config is what production start-up builds from 0.30.0 on (config/resolver.py,
+        # called by entrypoints/cli/serve.py); 0.26.0/0.28.0 have the class but start through
+        # the legacy stage configs (entrypoints/utils.py), so their path is merge_pipeline_deploy.
+        if (self.root / "config" / "resolver.py").is_file():
+            from vllm_omni.config import omni_config
+
+            self.omni_config = omni_config
+        self.path = "typed_config" if self.omni_config is not None else "merge_pipeline_deploy"
+
+    def pipeline(self, name: str | None, model: str | None) -> Any:
+        if name is None:
+            raise LookupError("no pipeline: the file names none and omni-deploy could not infer one")
+        if name not in self.registry:
+            raise KeyError(
+                f"Pipeline {name!r} from deploy config is not registered to OMNI_PIPELINES. "
+                f"Available: {sorted(self.registry)}"
+            )
+        module, attribute = self.registry[name]
+        found = getattr(importlib.import_module(module), attribute)
+        if callable(found) and not hasattr(found, "stages"):
+            found = found(_hf_config(model))
+            if found is None:
+                raise LookupError(f"pipeline {name!r} needs the model's config to resolve (--model)")
+        return found
+
+    def check(self, job: dict[str, Any], platform: str, out: dict[str, Any]) -> None:
+        file, model = job["file"], job.get("model") or "omni-deploy/server-check"
+        out["steps"].append("load")
+        deploy = self.stage_config.load_deploy_config(file)
+        out["steps"].append("pipeline")
+        pipeline = self.pipeline(deploy.pipeline or job.get("pipeline"), job.get("model"))
+        out["pipeline"] = getattr(pipeline, "model_type", None)
+        out["stages"] = {
+            str(s.stage_id): getattr(getattr(s, "execution_type", None), "value", None)
+            for s in pipeline.stages
+        }
+        out["steps"].append("typed_config")
+        apply = functools.partial(self.stage_config._apply_platform_overrides, platform=platform)
+        if self.omni_config is not None:
+            original = self.omni_config._apply_platform_overrides
+            self.omni_config._apply_platform_overrides = apply
+            try:
+                self.omni_config.VllmOmniConfig.from_pipeline_config(
+                    pipeline,
+                    user_deploy_config=deploy,
+                    deploy_config_path=file,
+                    cli_overrides={"model": model},
+                )
+            finally:
+                self.omni_config._apply_platform_overrides = original
+        else:
+            merge = self.stage_config.merge_pipeline_deploy
+            original = getattr(self.stage_config, "_apply_platform_overrides", None)
+            self.stage_config._apply_platform_overrides = apply
+            try:
+                merge(pipeline, deploy, {"model": model})
+            finally:
+                self.stage_config._apply_platform_overrides = original
+
+    def transfer(self, job: dict[str, Any]) -> None:
+        from vllm_omni.distributed.omni_connectors import load_omni_transfer_config
+
+        load_omni_transfer_config(config_dict=self.stage_config.resolve_deploy_yaml(job["file"]))
+
+
+def _run_job(release: _Release, job: dict[str, Any], platform: str, transfer: bool) -> dict[str, Any]:
+    out: dict[str, Any] = {"kind": "job", "id": job["id"], "platform": platform, "steps": [],
+                           "error": None, "swallowed": []}  # fmt: skip
+    started = time.monotonic()
+    try:
+        release.check(job, platform, out)
+    except Exception as exc:  # every refusal becomes a finding in the parent
+        out["error"] = _error(exc, out["steps"][-1] if out["steps"] else "load", release.root)
+    # The connector set-up reads the merged file, not a platform's view: once per file is enough.
+    if transfer and (out["error"] is None or out["error"]["step"] != "load"):
+        try:
+            release.transfer(job)
+        except Exception as exc:
+            out["swallowed"].append(_error(exc, "transfer_config", release.root))
+    out["seconds"] = round(time.monotonic() - started, 3)
+    return out
+
+
+def main() -> int:
+    # The protocol keeps the original stdout; everything else printed goes to stderr.
+    out = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    request = json.loads(sys.stdin.read() or "{}")
+    started = time.monotonic()
+    try:
+        release = _Release()
+    except Exception as exc:
+        _emit(out, {"kind": "hello", "protocol": PROTOCOL, "error": f"{type(exc).__name__}: {exc}"})
+        return 3
+    try:
+        import vllm
+
+        vllm_version = str(getattr(vllm, "__version__", "unknown"))
+    except Exception:
+        vllm_version = None
+    _emit(out, {"kind": "hello", "protocol": PROTOCOL, "vllm_omni": release.version, "vllm": vllm_version,
+                "path": release.path, "import_s": round(time.monotonic() - started, 3),
+                "root": str(release.root)})  # fmt: skip
+    for job in request.get("jobs", []):
+        for index, platform in enumerate(job.get("platforms") or ["cuda"]):
+            _emit(out, _run_job(release, job, platform, transfer=index == 0))
+    _emit(out, {"kind": "done"})
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

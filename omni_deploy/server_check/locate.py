@@ -1,0 +1,141 @@
+"""Turn what vllm-omni's own start-up code raised into findings at the file:line of the value it names.
+
+Upstream's messages name fields, not lines: "Stage 1 (llm_ar) has explicit engine argument(s)
+with no structured config owner: enable_lora", "DuplexSessionRuntimeConfig.__init__() got an
+unexpected keyword argument 'warmup_frames'", "Undefined connector reference: shm2". The names
+are looked up in the merged file through its provenance: keys first (inside stage N when the
+message names a stage, on the platform the check ran for), then values; a message that names
+nothing found in the file is reported about the whole file.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Hashable, Iterator
+from dataclasses import dataclass
+
+from omni_deploy import jsonpath
+from omni_deploy.config.nodes import Map, Origin, Scalar, Seq
+from omni_deploy.deployment import Deployment
+from omni_deploy.server_check.run import Refusal
+
+_STAGE = re.compile(r"\b[Ss]tage[ _-]?(\d+)\b")
+_OWNERLESS = re.compile(r"no structured config owner: (.+)$")
+_QUOTED = re.compile(r"""['"]([^'"\s]{1,200})['"]""")
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")
+_MAX_PLACES = 6  # more matches than this say nothing about where: the whole file instead
+
+
+@dataclass(frozen=True)
+class Place:
+    origin: Origin
+    path: str
+    is_key: bool
+    stage_id: object  # the stage_id of the stage entry it lies in, or None
+    platform: str | None  # the platform section it lies in, or None
+
+
+def _stage_id(node: Map) -> object:
+    sid = node.get("stage_id")
+    return sid.value if isinstance(sid, Scalar) else None
+
+
+def _walk(
+    node: object, parts: list[Hashable], stage_id: object, platform: str | None
+) -> Iterator[tuple[list[Hashable], object, Origin, bool, object, str | None]]:
+    """(path parts, key or value, origin, is_key, stage_id, platform) for every key and scalar."""
+    if isinstance(node, Map):
+        for key, entry in node.entries.items():
+            here = [*parts, key]
+            inner_platform = platform
+            if len(parts) == 1 and parts[0] == "platforms":
+                inner_platform = str(key)
+            yield here, key, entry.key_origin, True, stage_id, inner_platform
+            yield from _walk(entry.node, here, stage_id, inner_platform)
+    elif isinstance(node, Seq):
+        for index, item in enumerate(node.items):
+            inner = _stage_id(item) if isinstance(item, Map) and parts[-1:] == ["stages"] else stage_id
+            yield from _walk(item, [*parts, index], inner, platform)
+    elif isinstance(node, Scalar) and isinstance(node.value, str):
+        yield parts, node.value, node.origin, False, stage_id, platform
+
+
+def _path(parts: list[Hashable], config: Map) -> str:
+    """A JSONPath that names stages by stage_id (merged positions are not what the user wrote)."""
+    out = jsonpath.ROOT
+    node: object = config
+    for part in parts:
+        if isinstance(node, Seq) and isinstance(part, int):
+            item = node.items[part]
+            sid = _stage_id(item) if isinstance(item, Map) else None
+            out = jsonpath.stage(sid, out) if sid is not None else jsonpath.child(out, part)
+            node = item
+        else:
+            out = jsonpath.child(out, part)
+            node = node.get(part) if isinstance(node, Map) else None
+    return out
+
+
+def _names(refusal: Refusal) -> list[str]:
+    message = refusal.message
+    owned = _OWNERLESS.search(message)
+    if owned:
+        return [n.strip() for n in owned.group(1).split(",") if n.strip()]
+    quoted = _QUOTED.findall(message)
+    tail = message.rsplit(": ", 1)[-1].strip() if ": " in message else ""
+    words = [w for w in _WORD.findall(message) if "_" in w or w in quoted]
+    # "Undefined connector reference: shm2": the name after the last colon, though plain
+    return list(dict.fromkeys([*quoted, *words, *([tail] if _WORD.fullmatch(tail) else [])]))
+
+
+def _lacking(config: Map, key: str) -> list[Place]:
+    """Connectors (named, under runtime, or inline in a stage's wiring) that lack `key`: what a
+    KeyError in the connector set-up names."""
+    found = []
+    for parts, _, origin, is_key, sid, platform in _walk(config, [], None, None):
+        if not is_key or platform is not None:
+            continue
+        inside = [str(p) for p in parts[:-1]]
+        named = inside[-1:] == ["connectors"]
+        inline = inside[-1:] in (["input_connectors"], ["output_connectors"])
+        if not (named or inline):
+            continue
+        node: object = config
+        for part in parts:
+            if isinstance(node, Map):
+                node = node.get(part)
+            elif isinstance(node, Seq) and isinstance(part, int):
+                node = node.items[part]
+        if isinstance(node, Map) and key not in node:
+            found.append(Place(origin, _path(parts, config), True, sid, None))
+    return found
+
+
+def places(refusal: Refusal, deployment: Deployment) -> list[Place]:
+    """Where in the file the values `refusal` names were written (empty: nowhere found)."""
+    config = deployment.config
+    if refusal.step == "transfer_config" and refusal.type == "KeyError":
+        lacking = _lacking(config, refusal.message)
+        if lacking:
+            return lacking[:_MAX_PLACES]
+    match = _STAGE.search(refusal.message)
+    wanted_stage = int(match.group(1)) if match else None
+    found: list[Place] = []
+    names = _names(refusal)
+    candidates = list(_walk(config, [], None, None))
+    for name in names:
+        head, _, tail = name.partition(".")
+        for parts, text, origin, is_key, sid, platform in candidates:
+            if str(text) != (tail or head) or (tail and head not in [str(p) for p in parts[:-1]]):
+                continue
+            if wanted_stage is not None and sid != wanted_stage:
+                continue
+            if platform is not None and platform != refusal.platform:
+                continue
+            if origin.layer == "default":
+                continue
+            found.append(Place(origin, _path(parts, config), is_key, sid, platform))
+    keys = [p for p in found if p.is_key]
+    chosen = keys or found
+    unique = list({(p.origin.file, p.origin.line, p.path): p for p in chosen}.values())
+    return unique if len(unique) <= _MAX_PLACES else []

@@ -1,0 +1,121 @@
+"""The server check's verdict as findings: what vllm-omni's own start-up config code refused.
+
+`run_server_check` runs the child once for every file validate was given (omni_deploy/server_check/);
+`check_server` reports, for one file, each refusal at the place its message names (E395), each
+connector set-up failure upstream swallows (E396), and, under `--server-check on`, a check that
+could not run or could not decide the file (E397).
+"""
+
+from __future__ import annotations
+
+from omni_deploy import codes
+from omni_deploy.deployment import Deployment
+from omni_deploy.knowledge.pipelines import infer_registered
+from omni_deploy.server_check.locate import places
+from omni_deploy.server_check.run import AUTO, OFF, ON, FileVerdict, Job, Refusal, ServerRun, check
+from omni_deploy.validate.context import Context, Options
+from omni_deploy.validate.findings import Finding, at
+
+_HINT = "found by running vllm-omni's own start-up config code (the server check)"
+
+
+def job_for(deployment: Deployment, options: Options) -> Job:
+    """What the child checks for one file: its platforms, and the pipeline omni-deploy knows of."""
+    platforms = options.platforms if options.platforms is not None else deployment.default_platforms()
+    pipeline = options.pipeline
+    if (
+        pipeline is None
+        and deployment.pipeline.name
+        and not deployment.pipeline.source.startswith("pipeline:")
+    ):
+        pipeline = deployment.pipeline.name
+    if pipeline is None and deployment.pipeline.name is None:
+        pipeline = infer_registered(deployment.chain)
+    return Job(deployment.name, deployment.top.resolve(), tuple(platforms), pipeline, options.model)
+
+
+def run_server_check(deployments: list[Deployment], options: Options) -> ServerRun | None:
+    """One child over every file (None when the check is off)."""
+    if options.server_check == OFF:
+        return None
+    assert options.server_check in (AUTO, ON), options.server_check
+    return check(
+        [job_for(d, options) for d in deployments],
+        python=options.server_python,
+        target_version=options.target_version,
+        timeout_s=options.server_timeout_s,
+        memory_gib=options.server_memory_gib,
+    )
+
+
+def _message(refusals: list[Refusal], version: str) -> tuple[codes.Code, str]:
+    first = refusals[0]
+    platforms = sorted({r.platform for r in refusals})
+    where = f" ({first.where})" if first.where else ""
+    on = f" on {', '.join(platforms)}" if platforms else ""
+    if first.swallowed:
+        return codes.E396, (
+            f"vllm-omni {version}'s connector set-up fails{on}; it logs a warning and starts with no "
+            f"connector configuration (every connector and its extra dropped): {first.type}: "
+            f"{first.message}{where}"
+        )
+    return (
+        codes.E395,
+        f"vllm-omni {version} refuses this file at start-up{on}: {first.type}: {first.message}{where}",
+    )
+
+
+def verdict_findings(verdict: FileVerdict, deployment: Deployment, version: str) -> list[Finding]:
+    """One finding per place each distinct refusal names (the platforms it was seen on merged)."""
+    grouped: dict[tuple[str, str, str, bool], list[Refusal]] = {}
+    for refusal in verdict.refusals:
+        key = (refusal.type, refusal.message, refusal.where or "", refusal.swallowed)
+        grouped.setdefault(key, []).append(refusal)
+    out: list[Finding] = []
+    for refusals in grouped.values():
+        code, message = _message(refusals, version)
+        spots = places(refusals[0], deployment)
+        if not spots:
+            out.append(at(None, deployment.name, code, "$", message, _HINT))
+        out.extend(at(s.origin, deployment.name, code, s.path, message, _HINT) for s in spots)
+    return out
+
+
+def check_server(ctx: Context) -> list[Finding]:
+    run = ctx.server
+    if run is None:
+        return []
+    insist = ctx.options.server_check == ON
+    if not run.ran:
+        return (
+            [at(None, ctx.file, codes.E397, "$", f"the server check did not run: {run.reason}")]
+            if insist
+            else []
+        )
+    verdict = run.verdicts.get(ctx.deployment.name)
+    if verdict is None:
+        return (
+            [
+                at(
+                    None,
+                    ctx.file,
+                    codes.E397,
+                    "$",
+                    "the server check did not run: files read from stdin are not checked",
+                )
+            ]
+            if insist
+            else []
+        )
+    out = verdict_findings(verdict, ctx.deployment, run.version or "installed")
+    if verdict.undecided is not None and insist:
+        out.append(
+            at(
+                None,
+                ctx.file,
+                codes.E397,
+                "$",
+                f"the server check could not decide this file: {verdict.undecided}",
+            )
+        )
+    return out
