@@ -87,15 +87,20 @@ W310 = _declare("W310", WARNING, "key the target vllm-omni's code does not read 
 E311 = _declare("E311", ERROR, "key the target vllm-omni rejects (removed stage argument)", _V + "removed_stage_args.yaml")
 I312 = _declare("I312", INFO, "stage_args file the target still loads with its legacy loader", _V + "legacy_stage_args.yaml")
 I313 = _declare("I313", INFO, "key read by omni-deploy's vLLM plugin, not by the target vllm-omni", _V + "plugin_key.yaml")
+E315 = _declare("E315", ERROR, "stage key the target's typed config has no owner for: vllm-omni refuses to start", _V + "unowned_stage_key.yaml")
+E316 = _declare("E316", ERROR, "pipeline the target vllm-omni does not register: a KeyError at start-up", _V + "pipeline_not_in_release.yaml")
+E317 = _declare("E317", ERROR, "async_chunk on for a pipeline that has no async-chunk producer in the target", _V + "async_chunk_unsupported.yaml")
+W318 = _declare("W318", WARNING, "platform stage entry's runtime: without engine_args: not applied (one more engine key)", _V + "platform_runtime_flat.yaml")
 I314 = _declare("I314", INFO, "no code of the target version to read: another version's reads stand in", _V + "target_without_code.yaml")
 # Topology: stage ids, connector wiring, merges.
 E320 = _declare("E320", ERROR, "stage_id appears twice in one list", _V + "duplicate_stage_id.yaml")
 E321 = _declare("E321", ERROR, "stage_id missing or not a non-negative integer", _V + "bad_stage_ids.yaml")
-E322 = _declare("E322", ERROR, "stage id the pipeline does not have", _V + "bad_stage_ids.yaml")
+W322 = _declare("W322", WARNING, "stage id the target's pipeline does not have: vllm-omni ignores that stage", _V + "bad_stage_ids.yaml")
 W323 = _declare("W323", WARNING, "platform entry for a stage id no stage has (vllm-omni skips it)", _V + "platform_entry_for_missing_stage.yaml")
 E330 = _declare("E330", ERROR, "connector name not defined under connectors", _V + "connector_wiring.yaml")
 E331 = _declare("E331", ERROR, "connector wired from or to a stage that does not exist", _V + "connector_wiring.yaml")
 W332 = _declare("W332", WARNING, "Code2Wav option in a connector stage 2 does not receive", _V + "code2wav_key_in_wrong_connector.yaml")
+E334 = _declare("E334", ERROR, "wired connector without name: the connector set-up fails and the server starts with none", _V + "connector_without_name.yaml")
 W333 = _declare("W333", WARNING, "connector wiring key not of the form from_stage_N / to_stage_N", _V + "connector_wiring.yaml")
 W340 = _declare("W340", WARNING, "an overlay mapping replaces the base's whole, dropping keys", _V + "shallow_replace.yaml")
 # Capacity: GPU memory, KV budgets, MiniCPM-o batch coherence.
@@ -110,6 +115,7 @@ W363 = _declare("W363", WARNING, "max_num_batched_tokens below max_model_len wit
 # Platforms.
 E370 = _declare("E370", ERROR, "model_runner v2 on a platform that does not support it (npu, xpu)", _V + "runner_v2_on_npu.yaml")
 I371 = _declare("I371", INFO, "CUDA-only Code2Wav switch that has no effect on another platform", _V + "cuda_only_switch_elsewhere.yaml")
+E373 = _declare("E373", ERROR, "Code2Wav option a platform's own Code2Wav refuses (code2wav_bfloat16_attention_cache on NPU)", _V + "npu_bf16_attention_cache.yaml")
 W372 = _declare("W372", WARNING, "NPU graph switch in a connector extra instead of stage 2's additional_config", _V + "npu_graph_in_connector.yaml")
 E380 = _declare("E380", ERROR, "code2wav_initial_batch_size below code2wav_min_batch_size", _V + "code2wav_types.yaml")
 # Several nodes (validate --gpus-per-node, and k8s): what cannot work once stages are spread.

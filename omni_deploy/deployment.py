@@ -126,11 +126,16 @@ class Deployment:
         connectors = self.connectors()
         if known is None or known.code2wav_stage is None or connectors is None:
             return None
+        sender = known.code2wav_stage - 1
         stage = self.stage(known.code2wav_stage)
         inputs = stage.get("input_connectors") if stage else None
-        if not isinstance(inputs, Map):
-            return None
-        name_node = inputs.get(f"from_stage_{known.code2wav_stage - 1}")
+        name_node = inputs.get(f"from_stage_{sender}") if isinstance(inputs, Map) else None
+        if name_node is None:
+            # The edge may be wired from the Talker's side alone (vllm-omni's connector set-up
+            # registers an edge from either stage's wiring: omni_connectors/utils/initialization.py).
+            talker = self.stage(sender)
+            outputs = talker.get("output_connectors") if talker else None
+            name_node = outputs.get(f"to_stage_{known.code2wav_stage}") if isinstance(outputs, Map) else None
         if not isinstance(name_node, Scalar):
             return None
         connector = connectors.get(name_node.value)

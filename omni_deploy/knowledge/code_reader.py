@@ -78,6 +78,10 @@ _RULES = (
                               "vllm_omni/platforms/*/omni_connectors/**/*.py"),
           frozenset({"config", "self.config", "extra", "c_extra"})),
     _Rule("code2wav", ("vllm_omni/model_executor/models/minicpmo_4_5/**/*.py",), frozenset({"extra"})),
+    # The Talker -> Code2Wav input processor reads the chunking keys from the same connector extra
+    # (0.26.0 minicpmo_4_5_omni.py:133-134), outside the model folder.
+    _Rule("code2wav", ("vllm_omni/model_executor/stage_input_processors/minicpmo_4_5*.py",),
+          frozenset({"config"})),
     _Rule("stage2_additional_config", ("vllm_omni/platforms/*/models/minicpmo_4_5*.py",),
           frozenset({"config"})),
 )  # fmt: skip
@@ -88,6 +92,10 @@ _DATACLASSES = {
     "StageDeployConfig": "stage",
     "DuplexSessionRuntimeConfig": "duplex_session",
 }
+# Outside stage_config.py: a diffusion stage's engine_extras reach OmniDiffusionConfig.from_kwargs
+# (0.22.0 stage_config.py:578, 869), which takes its fields: read there, not ignored.
+DIFFUSION_DATA = "vllm_omni/diffusion/data.py"
+_OTHER_DATACLASSES = {DIFFUSION_DATA: {"OmniDiffusionConfig": "diffusion_engine"}}
 _RESERVED_SETS = ("_STAGE_RESERVED_KEYS", "_STAGE_NON_ENGINE_KEYS")
 
 
@@ -97,6 +105,7 @@ def source_files(root: Path) -> list[Path]:
     for rule in _RULES:
         for pattern in rule.files:
             found.update(p for p in root.glob(pattern) if p.is_file())
+    found.update(p for p in (root / STAGE_CONFIG, *(root / rel for rel in _OTHER_DATACLASSES)) if p.is_file())
     return sorted(found)
 
 
@@ -119,6 +128,10 @@ def read_tree(root: Path) -> list[Read]:
                     continue
                 rel = path.relative_to(root).as_posix()
                 reads.extend(_ModuleReader(module, rel).rule_reads(rule))
+    for rel, classes in _OTHER_DATACLASSES.items():
+        other = _parse(root / rel) if (root / rel).is_file() else None
+        if other is not None:
+            reads.extend(_ModuleReader(other, rel).dataclass_fields(classes))
     stage_config = root / STAGE_CONFIG
     module = _parse(stage_config) if stage_config.is_file() else None
     if module is not None:
@@ -268,12 +281,13 @@ class _ModuleReader:
                 lines.add(node.test.lineno)
         return lines
 
-    def dataclass_fields(self) -> list[Read]:
+    def dataclass_fields(self, classes: dict[str, str] | None = None) -> list[Read]:
+        classes = _DATACLASSES if classes is None else classes
         out = []
         for node in self.module.body:
-            if not isinstance(node, ast.ClassDef) or node.name not in _DATACLASSES:
+            if not isinstance(node, ast.ClassDef) or node.name not in classes:
                 continue
-            place = _DATACLASSES[node.name]
+            place = classes[node.name]
             for item in node.body:
                 if not (isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name)):
                     continue

@@ -29,6 +29,7 @@ from omni_deploy.knowledge.code_reader import NO_DEFAULT, Read, legacy_stage_arg
 from omni_deploy.knowledge.versions import RELEASES
 
 DATA_FILE = Path(__file__).with_name("upstream_keys.json")
+FACTS_FILE = Path(__file__).with_name("upstream_facts.json")
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -140,6 +141,23 @@ def generate(cache: Path | None = None) -> str:
     return render(build({v: wheel_tree(v, cache) for v in RELEASES}))
 
 
+def build_facts(trees: dict[str, Path]) -> dict[str, Any]:
+    """upstream_facts.json's content: per release, the behaviours of knowledge/facts.py with the
+    line that shows each, and the registry's pipelines with their stages."""
+    from omni_deploy.knowledge.facts import FACTS, facts, pipelines
+
+    return {
+        "generated_by": "python -m omni_deploy.knowledge.generate",
+        "source": "the vllm-omni wheels on PyPI, read as text and by AST (omni_deploy/knowledge/facts.py)",
+        "meaning": {fact.name: fact.meaning for fact in FACTS},
+        "versions": {v: {"facts": facts(root), "pipelines": pipelines(root)} for v, root in trees.items()},
+    }
+
+
+def generate_facts(cache: Path | None = None) -> str:
+    return render(build_facts({v: wheel_tree(v, cache) for v in RELEASES}))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m omni_deploy.knowledge.generate", description=__doc__.split("\n")[0]
@@ -149,19 +167,20 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--cache", type=Path, default=None, help="wheel cache folder (default: .cache/)")
     parser.add_argument("--output", type=Path, default=DATA_FILE)
+    parser.add_argument("--facts-output", type=Path, default=FACTS_FILE)
     args = parser.parse_args(argv)
-    text = generate(args.cache)
+    outputs = ((args.output, generate(args.cache)), (args.facts_output, generate_facts(args.cache)))
     if args.check:
-        current = args.output.read_text() if args.output.is_file() else ""
-        if current != text:
-            print(
-                f"{args.output} is out of date: run python -m omni_deploy.knowledge.generate", file=sys.stderr
-            )
+        stale = [path for path, text in outputs if (path.read_text() if path.is_file() else "") != text]
+        for path in stale:
+            print(f"{path} is out of date: run python -m omni_deploy.knowledge.generate", file=sys.stderr)
+        if stale:
             return 1
-        print(f"{args.output} is up to date ({len(RELEASES)} releases)")
+        print(f"{args.output} and {args.facts_output} are up to date ({len(RELEASES)} releases)")
         return 0
-    args.output.write_text(text)
-    print(f"wrote {args.output} ({len(RELEASES)} releases)")
+    for path, text in outputs:
+        path.write_text(text)
+        print(f"wrote {path} ({len(RELEASES)} releases)")
     return 0
 
 

@@ -61,6 +61,9 @@ def status(place: str, name: str, target: TargetReads) -> Status:
         return Status(LEGACY, message, key)
     if key is not None and key.reader == ELSEWHERE:
         return Status(READ, "", key)
+    if place in ("stage", "platform_stage") and target.reads("diffusion_engine", name) is not None:
+        # Passed on through engine_extras to OmniDiffusionConfig.from_kwargs, which takes it.
+        return Status(ENGINE_ARGUMENT, "", key, target.reads("diffusion_engine", name))
     if key is not None and key.reader == VLLM:
         return Status(ENGINE_ARGUMENT, "", key)
     if key is not None and key.reader == PLUGIN:

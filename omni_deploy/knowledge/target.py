@@ -18,6 +18,8 @@ from omni_deploy.knowledge.versions import MAIN, RELEASES, parts
 from omni_deploy.speaker_rules import KEY_ALLOW_TF32, KEY_DEVICE_SPK
 
 DATA_FILE = Path(__file__).with_name("upstream_keys.json")
+FACTS_FILE = Path(__file__).with_name("upstream_facts.json")
+OWNERS_FILE = Path(__file__).with_name("typed_config_owners.json")
 
 # Keys omni-deploy's own vLLM plugin (omni_deploy/integrations/vllm_plugin.py) reads from the
 # Code2Wav connector's extra, whatever the vllm-omni version (names from speaker_rules, the table
@@ -44,6 +46,19 @@ class TargetReads:
     places: dict[str, dict[str, KeyRead]] = field(default_factory=dict)
     legacy_stage_args: str | None = None  # file:line where this version still accepts `stage_args` files
     exact: bool = True  # False: no code of `version` was available; `basis` stands in for it
+    # knowledge/facts.py: behaviour -> the upstream file:line that shows it (absent: not in this code)
+    facts: dict[str, str] = field(default_factory=dict)
+    pipelines: dict[str, dict[str, Any]] = field(default_factory=dict)  # registry name -> stages, ...
+
+    def fact(self, name: str) -> str | None:
+        return self.facts.get(name)
+
+    def owners(self) -> dict[str, Any] | None:
+        """The typed config's owned stage keys, when this version's start-up builds it (0.30.0 on)."""
+        if not self.fact("typed_config_at_startup"):
+            return None
+        entry = owners_data().get(self.basis)
+        return entry if isinstance(entry, dict) else None
 
     def reads(self, place: str, key: str) -> KeyRead | None:
         return self.places.get(place, {}).get(key)
@@ -56,6 +71,22 @@ class TargetReads:
 def data() -> dict[str, Any]:
     loaded: dict[str, Any] = json.loads(DATA_FILE.read_text(encoding="utf-8"))
     return loaded
+
+
+@cache
+def facts_data() -> dict[str, Any]:
+    loaded: dict[str, Any] = json.loads(FACTS_FILE.read_text(encoding="utf-8"))
+    return loaded
+
+
+@cache
+def owners_data() -> dict[str, Any]:
+    loaded: dict[str, Any] = json.loads(OWNERS_FILE.read_text(encoding="utf-8"))
+    return loaded
+
+
+def fact_meaning(name: str) -> str:
+    return str(facts_data()["meaning"].get(name, name))
 
 
 def _entry(raw: dict[str, Any]) -> KeyRead:
@@ -77,7 +108,11 @@ def release_reads(version: str) -> TargetReads:
             if raw is not None:
                 places.setdefault(place, {})[key] = _entry(raw)
     legacy = data()["legacy_stage_args"].get(version)
-    return TargetReads(version, version, f"vllm-omni {version}", places, legacy)
+    known = facts_data()["versions"].get(version, {})
+    return TargetReads(
+        version, version, f"vllm-omni {version}", places, legacy,
+        facts=dict(known.get("facts", {})), pipelines=dict(known.get("pipelines", {})),
+    )  # fmt: skip
 
 
 def versions_reading(place: str, key: str) -> list[str]:
@@ -149,8 +184,18 @@ def installed_reads(version: str, root: Path) -> TargetReads:
     places = {
         place: {key: _entry(raw) for key, raw in keys.items()} for place, keys in payload["places"].items()
     }
+    from omni_deploy.knowledge.facts import facts, pipelines
+
     source = f"vllm-omni {version} at {root / 'vllm_omni'} (its source, read now)"
-    return TargetReads(version, version, source, places, payload["legacy_stage_args"])
+    return TargetReads(
+        version,
+        version,
+        source,
+        places,
+        payload["legacy_stage_args"],
+        facts=facts(root),
+        pipelines=pipelines(root),
+    )
 
 
 def _cache_dir() -> Path:

@@ -245,7 +245,8 @@ def main() -> int:
     for job in request.get("jobs", []):
         for index, platform in enumerate(job.get("platforms") or ["cuda"]):
             _emit(out, _run_job(release, job, platform, transfer=index == 0))
-    _emit(out, {"kind": "done"})
+    # Whether the whole registry (every model family) was imported after all: it must not be.
+    _emit(out, {"kind": "done", "registry_imported": "vllm_omni.config.pipeline_registry" in sys.modules})
     return 0
 
 

@@ -76,8 +76,15 @@ def _path(parts: list[Hashable], config: Map) -> str:
     return out
 
 
+# Messages that name a setting in words rather than by its key.
+_PHRASES = {"Model Runner V2": "model_runner", "async_chunk=True": "async_chunk"}
+
+
 def _names(refusal: Refusal) -> list[str]:
     message = refusal.message
+    named = [key for phrase, key in _PHRASES.items() if phrase in message]
+    if named:
+        return named
     owned = _OWNERLESS.search(message)
     if owned:
         return [n.strip() for n in owned.group(1).split(",") if n.strip()]
@@ -135,6 +142,9 @@ def places(refusal: Refusal, deployment: Deployment) -> list[Place]:
             if origin.layer == "default":
                 continue
             found.append(Place(origin, _path(parts, config), is_key, sid, platform))
+    if refusal.message.startswith("Undefined connector reference"):
+        # The reference is the fault, not the connector of that name elsewhere.
+        found = [p for p in found if not p.is_key and "_connectors" in p.path]
     keys = [p for p in found if p.is_key]
     chosen = keys or found
     unique = list({(p.origin.file, p.origin.line, p.path): p for p in chosen}.values())

@@ -63,6 +63,7 @@ class ServerRun:
     path: str | None = None  # typed_config | merge_pipeline_deploy
     seconds: float = 0.0
     verdicts: dict[str, FileVerdict] = field(default_factory=dict)  # by the file as given
+    registry_imported: bool | None = None  # the child's word: was the whole pipeline registry imported?
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -86,7 +87,8 @@ class Job:
 
 def interpreter_version(python: str, timeout_s: float = 30.0) -> tuple[str | None, str | None]:
     """(vllm-omni version, None) for `python`, or (None, why not); reads package metadata only."""
-    if Path(python).resolve() == Path(sys.executable).resolve():
+    # Not resolved: every virtualenv's python links to the same binary, with another site-packages.
+    if os.path.abspath(python) == os.path.abspath(sys.executable):
         from omni_deploy.bundled import installed_version
 
         version = installed_version("vllm-omni")
@@ -245,7 +247,9 @@ def check(
     verdicts = _verdicts(jobs, records)
     finished = sum(1 for v in verdicts.values() if v.undecided != _UNFINISHED)
     run = ServerRun(True, "", python, str(hello.get("vllm_omni")), str(hello.get("path")), seconds, verdicts)
-    done = any(r.get("kind") == "done" for r in records)
+    done_record = next((r for r in records if r.get("kind") == "done"), None)
+    done = done_record is not None
+    run.registry_imported = bool(done_record.get("registry_imported")) if done_record else None
     if not done:
         why = f"timed out after {timeout_s:.0f} s" if timed_out else f"exited with {code}: {_last_line(tail)}"
         for verdict in verdicts.values():

@@ -75,6 +75,8 @@ class _KeyWalker:
             self.add(
                 origin, codes.I313, path, found.message, "serve through `omni-deploy serve` (the plugin)"
             )
+        elif found.kind == NOT_READ and place == "duplex_session" and self.reads.fact("duplex_session_splat"):
+            self.add(origin, codes.E304, path, self._splatted(name, found.message))
         elif found.kind == NOT_READ:
             hint = "keep it for the versions that read it, or drop it"
             if place in ("stage", "platform_stage"):
@@ -96,6 +98,27 @@ class _KeyWalker:
                 self.add(origin, code, path, message, _elsewhere(name, place))
         return found.kind not in (NOT_READ, REFUSED, LEGACY, UNKNOWN)
 
+    def _splatted(self, name: str, said: str) -> str:
+        where = self.reads.fact("duplex_session_splat")
+        return (
+            f"vllm-omni {self.reads.version} builds DuplexSessionRuntimeConfig(**duplex_session) ({where}): "
+            f"'{name}' is an unexpected keyword argument there, a TypeError at start-up ({said.split(';')[0]})"
+        )
+
+
+def _runtime_read(walker: _KeyWalker, root: Map) -> bool:
+    """Top-level `runtime`: read by the connector set-up (connectors, edges) where the target has it."""
+    at = walker.reads.fact("runtime_connectors")
+    if at is None:
+        return False
+    runtime = root.get("runtime")
+    for key, entry in runtime.entries.items() if isinstance(runtime, Map) else []:
+        if key not in ("connectors", "edges"):
+            walker.add(entry.key_origin, codes.W301, child_path("$.runtime", key),
+                       f"'{key}' under the top-level runtime: the connector set-up ({at}) reads only "
+                       "connectors and edges there")  # fmt: skip
+    return True
+
 
 def check_keys(ctx: Context) -> list[Finding]:
     walker = _KeyWalker(ctx)
@@ -108,6 +131,8 @@ def check_keys(ctx: Context) -> list[Finding]:
 
     reads_top = {}
     for key, entry in root.entries.items():
+        if key == "runtime" and _runtime_read(walker, root):
+            continue
         reads_top[str(key)] = walker.key(str(key), child_path("$", key), entry.key_origin, "top", top_unknown)
 
     def duplex_unknown(name: str) -> tuple[Code, str]:

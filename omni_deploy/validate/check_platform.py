@@ -50,3 +50,44 @@ def check_platform_rules(ctx: Context) -> list[Finding]:
                     )
                 )
     return findings
+
+
+def check_platform_readers(ctx: Context) -> list[Finding]:
+    """Code2Wav options a platform's own Code2Wav refuses (E373), and platform stage entries whose
+    `runtime:` is not read (W318).
+
+    vllm-omni's NPU Code2Wav (platforms/npu/models/minicpmo_4_5_code2wav.py) raises when
+    code2wav_bfloat16_attention_cache is true. A platform stage entry without engine_args is flat
+    (config/stage_config.py `_extract_platform_overrides`): its `runtime:` becomes one more engine
+    key, not devices/num_replicas/env; a release whose typed config refuses it says so as E315.
+    """
+    from omni_deploy.config.nodes import Scalar
+
+    findings = []
+    reads = ctx.target_reads
+    refused_at = reads.fact("npu_refuses_bf16_attention_cache")
+    extra = ctx.deployment.code2wav_extra()
+    found = ctx.deployment.code2wav_connector()
+    key = "code2wav_bfloat16_attention_cache"
+    entry = extra.entries.get(key) if extra is not None else None
+    on = entry is not None and isinstance(entry.node, Scalar) and bool(entry.node.value)
+    if refused_at and "npu" in ctx.applied and entry is not None and found is not None and on:
+        findings.append(at(entry.key_origin, ctx.file, codes.E373, child_path(jsonpath.connector_extra(found[0]), key),
+                               f"on npu, vllm-omni {reads.version}'s Code2Wav refuses {key}: true when it builds "
+                               f"({refused_at}): the Code2Wav stage fails to start",
+                               "set it under a CUDA-only overlay, or leave it false"))  # fmt: skip
+    flat_at = reads.fact("platform_stage_flat")
+    sections = ctx.deployment.platform_sections()
+    if flat_at is None or reads.owners() is not None or sections is None:
+        return findings
+    for plat, section in sections.items():
+        entries = section.get("stages") if isinstance(section, Map) else None
+        for i, stage in enumerate(getattr(entries, "items", [])):
+            if isinstance(stage, Map) and "runtime" in stage and "engine_args" not in stage:
+                runtime = stage.entries["runtime"]
+                findings.append(at(runtime.key_origin, ctx.file, codes.W318,
+                                   f"{child_path('$.platforms', plat)}.stages[{i}].runtime",
+                                   f"without engine_args this platform entry is flat ({flat_at}): runtime is "
+                                   "passed on as an engine key, so its devices/num_replicas/env are not applied",
+                                   "write devices and env on the entry itself, or add an engine_args mapping"))  # fmt: skip
+    return findings

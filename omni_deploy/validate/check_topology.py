@@ -7,7 +7,7 @@ import re
 
 from omni_deploy import codes, jsonpath
 from omni_deploy.config.merge import DEEP_MERGE_KEYS
-from omni_deploy.config.nodes import Map, Scalar, Seq, child_path
+from omni_deploy.config.nodes import Map, Origin, Scalar, Seq, child_path
 from omni_deploy.knowledge.keys import CODE2WAV
 from omni_deploy.validate.context import Context
 from omni_deploy.validate.findings import Finding, at
@@ -44,9 +44,20 @@ def _stage_lists(ctx: Context) -> list[tuple[str, Seq]]:
     return lists
 
 
+def _topology(ctx: Context) -> dict[int, str] | None:
+    """stage_id -> role (omni-deploy's names for MiniCPM-o) or execution type, in the target."""
+    from omni_deploy.validate.check_pipeline import target_stages
+
+    stages = target_stages(ctx)
+    known = ctx.deployment.pipeline.known.stages if ctx.deployment.pipeline.known else None
+    if stages is None:
+        return known
+    return {sid: (known or {}).get(sid, kind) for sid, kind in stages.items()}
+
+
 def check_stage_ids(ctx: Context) -> list[Finding]:
     findings: list[Finding] = []
-    topology = ctx.deployment.pipeline.known.stages if ctx.deployment.pipeline.known else None
+    topology = _topology(ctx)
     for path, stages in _stage_lists(ctx):
         seen: dict[object, int] = {}
         for i, stage in enumerate(stages.items):
@@ -89,9 +100,15 @@ def check_stage_ids(ctx: Context) -> list[Finding]:
                     at(
                         node.origin,
                         ctx.file,
-                        codes.E322,
+                        codes.W322,
                         where,
-                        f"{ctx.deployment.pipeline.name} has no stage {value} (its stages: {roles})",
+                        f"{ctx.deployment.pipeline.name} in vllm-omni {ctx.target_reads.version} has no stage "
+                        f"{value} (its stages: {roles}): vllm-omni ignores this entry"
+                        + (
+                            f" ({seen_at})"
+                            if (seen_at := ctx.target_reads.fact("extra_stage_ignored"))
+                            else ""
+                        ),
                     )
                 )
     return findings
@@ -120,10 +137,44 @@ def check_platform_entries(ctx: Context) -> list[Finding]:
     return findings
 
 
+def wired_connectors(ctx: Context) -> tuple[str, Map | None]:
+    """(path, mapping) of the connectors the connector set-up resolves names in: the top-level
+    `runtime.connectors` where the target reads it (it wins), else `connectors`."""
+    runtime = ctx.deployment.config.get("runtime")
+    inner = runtime.get("connectors") if isinstance(runtime, Map) else None
+    if ctx.target_reads.fact("runtime_connectors") and isinstance(inner, Map):
+        return "$.runtime.connectors", inner
+    return "$.connectors", ctx.deployment.connectors()
+
+
+def _nameless(
+    ctx: Context, findings: list[Finding], where: str, node: Map, origin: object, path: str
+) -> None:
+    at_line = ctx.target_reads.fact("connector_name_required")
+    if at_line and "name" not in node:
+        findings.append(
+            at(
+                origin if isinstance(origin, Origin) else None,
+                ctx.file,
+                codes.E334,
+                path,
+                f"connector {where} has no name: the connector set-up raises KeyError('name') ({at_line}), "
+                "which vllm-omni logs as a warning and starts with no connector configuration"
+                + (
+                    f" ({swallowed})"
+                    if (swallowed := ctx.target_reads.fact("transfer_config_swallowed"))
+                    else ""
+                ),
+                "name the connector class, e.g. name: SharedMemoryConnector",
+            )
+        )
+
+
 def check_connectors(ctx: Context) -> list[Finding]:
     findings: list[Finding] = []
-    connectors = ctx.deployment.connectors()
+    defined_at, connectors = wired_connectors(ctx)
     names = [str(k) for k in connectors.entries] if connectors else []
+    inline_ok = bool(ctx.target_reads.fact("inline_connectors"))
     stage_ids = {_stage_id(s) for s in ctx.deployment.stages()}
     for i, stage in enumerate(ctx.deployment.stages()):
         for field, pattern in _WIRE.items():
@@ -154,7 +205,15 @@ def check_connectors(ctx: Context) -> list[Finding]:
                             f"stage {match.group(1)} does not exist",
                         )
                     )
+                if isinstance(entry.node, Map) and inline_ok:
+                    _nameless(ctx, findings, f"written inline at {path}", entry.node, entry.key_origin, path)
+                    continue
                 value = entry.node.value if isinstance(entry.node, Scalar) else None
+                if str(value) in names and connectors is not None:
+                    target = connectors.get(value)
+                    if isinstance(target, Map):
+                        _nameless(ctx, findings, f"'{value}'", target, connectors.entries[value].key_origin,
+                                  child_path(defined_at, value))  # fmt: skip
                 if str(value) not in names:
                     close = difflib.get_close_matches(str(value), names, n=1)
                     hint = (
@@ -172,8 +231,8 @@ def check_connectors(ctx: Context) -> list[Finding]:
                             ctx.file,
                             codes.E330,
                             path,
-                            f"connector {value!r} is not defined under connectors "
-                            "(vllm-omni fails only at server start)",
+                            f"connector {value!r} is not defined under {defined_at[2:]} (vllm-omni's "
+                            "connector set-up fails, and it starts with no connector configuration)",
                             hint,
                         )
                     )

@@ -19,7 +19,9 @@ from omni_deploy.validate.check_capacity import (
 )
 from omni_deploy.validate.check_keys import check_keys
 from omni_deploy.validate.check_multi_node import check_multi_node
-from omni_deploy.validate.check_platform import check_platform_rules
+from omni_deploy.validate.check_owners import check_stage_owners
+from omni_deploy.validate.check_pipeline import check_async_chunk, check_pipeline_release
+from omni_deploy.validate.check_platform import check_platform_readers, check_platform_rules
 from omni_deploy.validate.check_server import check_server, run_server_check
 from omni_deploy.validate.check_topology import (
     check_connectors,
@@ -42,6 +44,10 @@ CHECKS: list[Callable[[Context], list[Finding]]] = [
     check_minicpmo_capacity,
     check_batched_tokens,
     check_platform_rules,
+    check_platform_readers,
+    check_pipeline_release,
+    check_async_chunk,
+    check_stage_owners,
     check_multi_node,
     check_server,
 ]
@@ -122,13 +128,22 @@ def validate_deployment(
             report.findings.extend(check(ctx))
         except ConfigError as error:
             report.findings.append(_from_error(error, name))
-    located = blame.keep_to_user_files(list(dict.fromkeys(report.findings)), deployment.top, name)
+    located = blame.keep_to_user_files(
+        _superseded(list(dict.fromkeys(report.findings))), deployment.top, name
+    )
     unique = suppress.keep(located, options.ignore, {} if text is None else {name: text})
     unique.sort(key=lambda f: (f.file, f.line, f.column, f.code))
     if options.strict:
         unique = [replace(f, severity=ERROR) if f.severity == WARNING else f for f in unique]
     report.findings = _without_env_values(unique, env_values(deployment.config))
     return report
+
+
+def _superseded(findings: list[Finding]) -> list[Finding]:
+    """Without the "this version ignores it" warning (W310) on a stage key the target's typed
+    config refuses (E315): the refusal is what happens."""
+    refused = {(f.file, f.line, f.column) for f in findings if f.code == "E315"}
+    return [f for f in findings if not (f.code == "W310" and (f.file, f.line, f.column) in refused)]
 
 
 def _without_env_values(findings: list[Finding], values: dict[str, str]) -> list[Finding]:

@@ -16,7 +16,10 @@ def test_kinds_across_releases() -> None:
     assert _kind("stage", "kv_cache_memory_bytes", "0.20.0") == readers.ENGINE_ARGUMENT
     assert _kind("top", "stage_args", "0.24.0") == readers.LEGACY
     assert _kind("top", "stage_args", "0.28.0") == readers.REFUSED
-    assert _kind("code2wav", "codec_chunk_frames", "0.26.0") == readers.NOT_READ
+    # 0.26.0 reads the chunking keys outside the model folder, in its stage input processor
+    # (model_executor/stage_input_processors/minicpmo_4_5_omni.py:133-134); the HiFT graph it does not.
+    assert _kind("code2wav", "codec_chunk_frames", "0.26.0") == readers.READ
+    assert _kind("code2wav", "enable_hift_graph", "0.26.0") == readers.NOT_READ
     assert _kind("code2wav", "codec_chunk_frames", "0.28.0") == readers.READ
     assert _kind("code2wav", "token2wav_device_spk", "0.30.0") == readers.BY_PLUGIN
     assert _kind("code2wav", "connector_get_sleep_s", "0.30.0") == readers.NOT_READ

@@ -22,7 +22,9 @@ def example_options(path: Path) -> Options:
             continue
         args = shlex.split(match.group(1))
         for flag, value in zip(args[::2], args[1::2], strict=True):
-            if flag == "--target-version":
+            if flag == "--platform":
+                options.platforms = (*(options.platforms or ()), value)
+            elif flag == "--target-version":
                 options.target_version = value
             elif flag == "--gpu-memory-gib":
                 options.gpu_memory_gib = float(value)

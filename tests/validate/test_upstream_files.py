@@ -15,44 +15,40 @@ from omni_deploy.validate.runner import validate_file
 pytestmark = pytest.mark.upstream
 ROOT = Path(__file__).resolve().parents[2]
 
-MINICPMO_FILES = ("minicpmo_4_5.yaml", "minicpmo_4_5_2gpu.yaml", "minicpmo_4_5_3gpu.yaml",
-                  "minicpmo_4_5_8x4090.yaml")  # fmt: skip
 CONNECTOR_POLLING = (
     "vllm-omni's MiniCPM-o profiles carry connector_get_sleep_s, connector_get_max_wait_first_chunk "
+    "and connector_get_max_wait; no release's code reads them (only a comment mentions them: 0.30.0 "
+    "model_executor/stage_input_processors/qwen3_tts.py:44)"
 )
-"and connector_get_max_wait; no release's code reads them (only a comment mentions them)"
 
-# (version or "*", file, code) -> why it is real. Errors first.
+# (version or "*", file, code) -> why it is real, with the upstream line that makes it so. Errors first.
+MEMORY = "vllm/v1/worker/utils.py:539-545 (vLLM 0.30.0): a stage asking more than the free memory is a ValueError"
 KNOWN: dict[tuple[str, str, str], str] = {
     # Stage 1's four replicas take 0.8 of GPUs 4-7 while stage 2 still asks 0.9 of GPU 5 (the overlay
     # sets stage 1's share; the 0.9 comes from minicpmo_4_5_8x4090.yaml). An experimental profile
     # that says it is not for production; every release that ships it.
-    ("*", "minicpmo_4_5_8x4090_stage1_replicas.yaml", "E350"): "0.8 + 0.9 = 1.7 of GPU 5",
+    ("*", "minicpmo_4_5_8x4090_stage1_replicas.yaml", "E350"): f"0.8 + 0.9 = 1.7 of GPU 5; {MEMORY}",
     # Its xpu section puts stage 0 (0.95) and stage 1 (0.9) on the same eight cards.
-    ("0.22.0", "hunyuan_image_3_moe.yaml", "E350"): "xpu: 0.95 + 0.9 per card",
-    ("0.24.0", "hunyuan_image_3_moe.yaml", "E350"): "xpu: 0.95 + 0.9 per card",
-    ("0.26.0", "hunyuan_image_3_moe.yaml", "E350"): "xpu: 0.95 + 0.9 per card",
-    ("0.28.0", "hunyuan_image_3_moe.yaml", "E350"): "xpu: 0.95 + 0.9 per card",
-    # Warnings: tight memory shares.
-    ("*", "indextts2_low_latency.yaml", "W351"): "stages 0 and 1 share GPU 0 at 0.6 + 0.4 = 1.0",
-    ("*", "moss_sound_effect.yaml", "W351"): "0.85 + 0.12 = 0.97 of GPU 0",
-    ("*", "moss_tts.yaml", "W351"): "0.85 + 0.12 = 0.97 of GPU 0",
-    ("*", "moss_ttsd.yaml", "W351"): "0.85 + 0.12 = 0.97 of GPU 0",
-    ("*", "voxtral_tts.yaml", "W351"): "its xpu section puts 0.7 + 0.28 = 0.98 on one device",
+    ("0.22.0", "hunyuan_image_3_moe.yaml", "E350"): f"xpu: 0.95 + 0.9 per card; {MEMORY}",
+    ("0.24.0", "hunyuan_image_3_moe.yaml", "E350"): f"xpu: 0.95 + 0.9 per card; {MEMORY}",
+    ("0.26.0", "hunyuan_image_3_moe.yaml", "E350"): f"xpu: 0.95 + 0.9 per card; {MEMORY}",
+    ("0.28.0", "hunyuan_image_3_moe.yaml", "E350"): f"xpu: 0.95 + 0.9 per card; {MEMORY}",
+    # Its npu section sets sequence_parallel_size and scheduler_cls on stage 0, an llm_ar stage of
+    # glm_image, which 0.30.0's typed config has no owner for: config/omni_config.py:1324 refuses it
+    # on NPU (the server check, run on this file with --platform npu, raises exactly that).
+    ("0.30.0", "glm_image.yaml", "E315"): "npu: stage 0 sequence_parallel_size, scheduler_cls; omni_config.py:1324",
+    # Warnings: tight memory shares (what is left for activations and the CUDA context).
+    ("*", "indextts2_low_latency.yaml", "W351"): f"stages 0 and 1 share GPU 0 at 0.6 + 0.4 = 1.0; {MEMORY}",
+    ("*", "moss_sound_effect.yaml", "W351"): f"0.85 + 0.12 = 0.97 of GPU 0; {MEMORY}",
+    ("*", "moss_tts.yaml", "W351"): f"0.85 + 0.12 = 0.97 of GPU 0; {MEMORY}",
+    ("*", "moss_ttsd.yaml", "W351"): f"0.85 + 0.12 = 0.97 of GPU 0; {MEMORY}",
+    ("*", "voxtral_tts.yaml", "W351"): f"its xpu section puts 0.7 + 0.28 = 0.98 on one device; {MEMORY}",
     ("0.30.0", "nemotron_labs_voicechat_duplex.yaml", "W340"): "stage 1 hf_overrides replaces the base's "
-    "mapping whole (not one of the deep-merged keys), dropping base keys",
-    # Warnings: keys the target's own code does not read.
-    ("0.22.0", "dreamzero.yaml", "W310"): "model_class_name is a stage field from 0.24.0 on",
-    ("0.22.0", "dreamzero_tp1_cfg2.yaml", "W310"): "model_class_name is a stage field from 0.24.0 on",
-    ("0.22.0", "hunyuan_image3_dit.yaml", "W310"): "vae_use_slicing, vae_use_tiling, cache_backend, cache_config, "
-    "enable_cache_dit_summary are stage fields from 0.24.0 on",
-    # 0.26.0's MiniCPM-o Code2Wav reads only token2wav_float16, token2wav_n_timesteps,
-    # code2wav_min_batch_size and the prompt keys; codec_chunk_frames and
-    # codec_left_context_frames are read from 0.28.0 on.
-    **{("0.26.0", name, "W310"): "codec_chunk_frames/codec_left_context_frames unread before 0.28.0"
-       for name in (*MINICPMO_FILES, "minicpmo_4_5_3gpu_stage1_replicas.yaml",
-                    "minicpmo_4_5_4gpu_stage1_replicas.yaml", "minicpmo_4_5_8x4090_stage1_replicas.yaml",
-                    "minicpmo_4_5_duplex.yaml")},
+    "mapping whole: config/stage_config.py:681-703 (0.30.0) deep-merges only the five keys of _DEEP_MERGE_KEYS",
+    # W310s left: only the connector polling keys (CONNECTOR_POLLING), read by no release. The ones
+    # this table used to list were false: 0.26.0 reads codec_chunk_frames/codec_left_context_frames in
+    # model_executor/stage_input_processors/minicpmo_4_5_omni.py:133-134, and 0.22.0 hands a diffusion
+    # stage's engine_extras to OmniDiffusionConfig.from_kwargs (stage_config.py:578, 869), which takes them.
 }  # fmt: skip
 
 

@@ -1,0 +1,175 @@
+"""What a vllm-omni source tree does with a deploy file beyond which keys it reads, found in its code.
+
+Run by `generate` over every release (never imported): each fact is the first line that shows it,
+as `file:line`, or absent when that release's code does not have it. The checks and explain cite
+these lines; nothing here is assumed from a version number.
+
+- FACTS: one line of code per behaviour (the connector set-up reads `runtime.connectors`, an inline
+  `{name, extra}` input connector is taken, `DuplexSessionRuntimeConfig(**duplex_session)` refuses
+  unknown keys, the typed config refuses stage keys it has no owner for, ...).
+- pipelines(): the registry's pipelines with their stages (stage_id -> execution type), whether
+  one declares an async-chunk producer, and where each is defined.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+_CONNECTOR_INIT = "vllm_omni/distributed/omni_connectors/utils/initialization.py"
+_CODE2WAV = "vllm_omni/model_executor/models/minicpmo_4_5/minicpmo_4_5_code2wav.py"
+_TOKEN2WAV = "vllm_omni/model_executor/models/step_audio2/step_audio2_token2wav.py"
+
+
+@dataclass(frozen=True)
+class Fact:
+    name: str
+    files: tuple[str, ...]  # globs under the tree root, searched in order
+    pattern: str  # a regular expression matched against each line
+    meaning: str  # what the line shows, for the reference page and messages
+
+
+FACTS = (
+    Fact("runtime_connectors", (_CONNECTOR_INIT,), r'normalized\.get\("runtime"\)',
+         "the connector set-up reads top-level runtime.connectors / runtime.edges, which win over connectors / edges"),
+    Fact("inline_connectors", (_CONNECTOR_INIT,), r'ConnectorSpec\(name=conn_ref\["name"\]',
+         "an input or output connector may be written inline as {name, extra}"),
+    Fact("output_only_edges", (_CONNECTOR_INIT,), r'for output_key, conn_ref in stage_config\.get\("output_connectors"',
+         "a stage's output_connectors alone wire an edge (the receiver needs no input_connectors)"),
+    Fact("connector_name_required", (_CONNECTOR_INIT,), r'name=conn_config\["name"\]',
+         "a wired connector without `name` raises KeyError in the connector set-up"),
+    Fact("transfer_config_swallowed", ("vllm_omni/engine/stage_init_utils.py",), r"Failed to load transfer config",
+         "a failing connector set-up is logged as a warning and the server starts with no connector config"),
+    Fact("duplex_session_splat", ("vllm_omni/config/stage_config.py",), r"DuplexSessionRuntimeConfig\(\*\*",
+         "duplex_session is splatted into DuplexSessionRuntimeConfig: an unknown key is a TypeError at start-up"),
+    Fact("ownership_check", ("vllm_omni/config/omni_config.py",), r"with no structured config owner",
+         "the typed config refuses a stage key that no structured config owns"),
+    Fact("typed_config_at_startup", ("vllm_omni/entrypoints/cli/serve.py",), r"resolve_omni_config\(",
+         "`vllm serve --omni` builds the typed config (VllmOmniConfig) before any engine starts"),
+    Fact("legacy_startup", ("vllm_omni/entrypoints/utils.py",), r"create_legacy_stage_configs_from_model\(",
+         "start-up builds the legacy stage configs (merge_pipeline_deploy), not the typed config"),
+    Fact("async_chunk_refusal", ("vllm_omni/config/stage_config.py", "vllm_omni/config/omni_config.py"),
+         r"has async_chunk=True in deploy but no stage",
+         "async_chunk: true is refused for a pipeline none of whose stages has an async-chunk producer"),
+    Fact("async_chunk_accepts_next_stage_processor", ("vllm_omni/config/stage_config.py",),
+         r"ps\.async_chunk_process_next_stage_input_func or ps\.custom_process_next_stage_input_func",
+         "a stage's custom next-stage processor counts as an async-chunk producer"),
+    Fact("pipeline_unregistered", ("vllm_omni/config/config_factory.py", "vllm_omni/config/stage_config.py"),
+         r"Pipeline \{[a-z_.]+!r\} (not in registry|from deploy config is not registered)",
+         "a `pipeline:` the registry does not have is a KeyError at start-up"),
+    Fact("extra_stage_ignored", ("vllm_omni/config/omni_config.py", "vllm_omni/config/stage_config.py"),
+         r"deploy_by_id\.get\(",
+         "deploy stages are looked up by the pipeline's stage ids: a stage id the pipeline lacks is ignored"),
+    Fact("platform_stage_flat", ("vllm_omni/config/stage_config.py",), r'k not in \("stage_id", "devices", "env"\)',
+         "a platform stage entry without engine_args is flat: its `runtime:` is not read, it is one more engine key"),
+    Fact("npu_refuses_bf16_attention_cache", ("vllm_omni/platforms/npu/models/minicpmo_4_5_code2wav.py",),
+         r"_BF16_ATTENTION_CACHE_KEY, False\)\)",
+         "on NPU, code2wav_bfloat16_attention_cache: true is a ValueError when Code2Wav builds"),
+    Fact("code2wav_module", (_CODE2WAV,), r"^class MiniCPMO45Code2Wav\b",
+         "MiniCPM-o 4.5's Code2Wav stage (the token2wav vocoder in its own stage)"),
+    Fact("spk_embedding_hook", (_TOKEN2WAV,), r"def _forward_spk_embedding\(",
+         "the token2wav core's one CAM++ call (_forward_spk_embedding), which omni-deploy's plugin replaces"),
+    Fact("campplus_onnx", (_TOKEN2WAV,), r"campplus\.onnx",
+         "CAM++ runs from campplus.onnx in ONNX Runtime on the CPU"),
+    Fact("token2wav_trt", (_CODE2WAV,), r'"token2wav_trt"|_TRT_KEY\s*=|token2wav_trt',
+         "Code2Wav reads token2wav_trt (TensorRT token2wav, CUDA only)"),
+    Fact("token2wav_trt_env", (_CODE2WAV,), r"MINICPMO_TOKEN2WAV_TRT",
+         "Code2Wav reads the environment variable MINICPMO_TOKEN2WAV_TRT"),
+)  # fmt: skip
+
+
+def find(root: Path, fact: Fact) -> str | None:
+    """`file:line` of the first line under `root` that shows `fact`, or None."""
+    pattern = re.compile(fact.pattern)
+    for glob in fact.files:
+        for path in sorted(root.glob(glob)):
+            try:
+                lines = path.read_text(encoding="utf-8").splitlines()
+            except (OSError, UnicodeDecodeError):
+                continue
+            for number, line in enumerate(lines, 1):
+                if pattern.search(line):
+                    return f"{path.relative_to(root).as_posix()}:{number}"
+    return None
+
+
+def facts(root: Path) -> dict[str, str]:
+    return {fact.name: at for fact in FACTS if (at := find(root, fact)) is not None}
+
+
+def _registry(root: Path) -> dict[str, tuple[str, str, int]]:
+    """{name: (module, attribute, line)} from config/pipeline_registry.py, read as text."""
+    path = root / "vllm_omni" / "config" / "pipeline_registry.py"
+    if not path.is_file():
+        return {}
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    imported = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            for alias in node.names:
+                imported[alias.asname or alias.name] = (node.module, alias.name)
+    out: dict[str, tuple[str, str, int]] = {}
+    for node in ast.walk(tree):
+        value = node.value if isinstance(node, (ast.Assign, ast.AnnAssign)) else None
+        if not isinstance(value, ast.Dict):
+            continue
+        for key, item in zip(value.keys, value.values, strict=True):
+            if not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
+                continue
+            if isinstance(item, ast.Tuple) and len(item.elts) == 2:
+                parts = [
+                    e.value for e in item.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)
+                ]
+                if len(parts) == 2:
+                    out[key.value] = (str(parts[0]), str(parts[1]), key.lineno)
+            elif isinstance(item, ast.Name) and item.id in imported:
+                out[key.value] = (*imported[item.id], key.lineno)
+    return out
+
+
+def _keyword(call: ast.Call, name: str) -> ast.expr | None:
+    return next((k.value for k in call.keywords if k.arg == name), None)
+
+
+def _stages(call: ast.Call) -> dict[str, Any] | None:
+    """stage_id -> execution type, and the async-chunk producer, of a literal PipelineConfig(...)."""
+    stages_node = _keyword(call, "stages")
+    if not isinstance(stages_node, (ast.Tuple, ast.List)):
+        return None
+    stages: dict[str, str] = {}
+    producer = processor = False
+    for item in stages_node.elts:
+        if not isinstance(item, ast.Call):
+            return None
+        sid = _keyword(item, "stage_id")
+        kind = _keyword(item, "execution_type")
+        if not isinstance(sid, ast.Constant) or not isinstance(sid.value, int):
+            return None
+        stages[str(sid.value)] = kind.attr.lower() if isinstance(kind, ast.Attribute) else "llm_ar"
+        producer = producer or _keyword(item, "async_chunk_process_next_stage_input_func") is not None
+        processor = processor or _keyword(item, "custom_process_next_stage_input_func") is not None
+    return {"stages": stages, "async_chunk_producer": producer, "next_stage_processor": processor}
+
+
+def pipelines(root: Path) -> dict[str, dict[str, Any]]:
+    """{name: {"at", "stages"?, "async_chunk_producer"?}}; a resolver function has no fixed stages."""
+    out: dict[str, dict[str, Any]] = {}
+    for name, (module, attribute, line) in sorted(_registry(root).items()):
+        entry: dict[str, Any] = {"registered_at": f"vllm_omni/config/pipeline_registry.py:{line}"}
+        path = root / Path(*module.split(".")).with_suffix(".py")
+        tree = ast.parse(path.read_text(encoding="utf-8")) if path.is_file() else None
+        for node in tree.body if tree else []:
+            if (
+                isinstance(node, ast.Assign)
+                and any(isinstance(t, ast.Name) and t.id == attribute for t in node.targets)
+                and isinstance(node.value, ast.Call)
+            ):
+                entry["at"] = f"{path.relative_to(root).as_posix()}:{node.lineno}"
+                shape = _stages(node.value)
+                if shape is not None:
+                    entry.update(shape)
+        out[name] = entry
+    return out

@@ -1,0 +1,85 @@
+"""Stage keys the target's typed config has no owner for (E315).
+
+From 0.30.0 on, `vllm serve --omni` builds `VllmOmniConfig` before any engine starts
+(entrypoints/cli/serve.py:1121 -> config/config_factory.py:415), and its ownership check
+(config/omni_config.py:1299-1327) raises `ValueError: Stage N (llm_ar) has explicit engine
+argument(s) with no structured config owner: ...` for every stage key no structured config owns:
+`enable_lora`, `model_runner` or a Code2Wav connector option written on a stage, a typo of an
+engine argument. What it checks is each stage's deploy fields that are set and its engine_extras
+(the keys vllm-omni does not recognise fall there), after the platform is applied; the owned
+sets come from vLLM's own config classes and are stored per release in
+knowledge/typed_config_owners.json (generated in the vllm tier). Diffusion stages are checked by
+another path upstream (the server check decides them).
+"""
+
+from __future__ import annotations
+
+from omni_deploy import codes, jsonpath
+from omni_deploy.config.nodes import Map, Origin, Scalar, to_plain
+from omni_deploy.config.stage_schema import RESERVED_STAGE_KEYS
+from omni_deploy.validate.check_pipeline import target_pipeline, target_stages
+from omni_deploy.validate.context import Context
+from omni_deploy.validate.findings import Finding, at
+
+_LLM = ("llm_ar", "llm_generation")
+
+
+def _checked(stage: Map, legacy: set[str]) -> dict[str, tuple[Origin, Map | None]]:
+    """The keys upstream puts in the checked mapping: set fields, and every engine_extras key."""
+    out: dict[str, tuple[Origin, Map | None]] = {}
+    for key, entry in stage.entries.items():
+        if key in RESERVED_STAGE_KEYS or (isinstance(entry.node, Scalar) and entry.node.value is None):
+            continue
+        out[str(key)] = (entry.key_origin, entry.node if isinstance(entry.node, Map) else None)
+    extras = stage.get("engine_extras")
+    for key, entry in extras.entries.items() if isinstance(extras, Map) else []:
+        if str(key) not in legacy:
+            out[str(key)] = (entry.key_origin, entry.node if isinstance(entry.node, Map) else None)
+    return out
+
+
+def check_stage_owners(ctx: Context) -> list[Finding]:
+    owners = ctx.target_reads.owners()
+    stages = target_stages(ctx)
+    if owners is None or stages is None:
+        return []
+    name, _ = target_pipeline(ctx)
+    legacy = set(owners["legacy_metadata_extras"])
+    found: dict[tuple[str, int, str], tuple[Origin, str, list[str], str]] = {}
+    for platform, view in ctx.applied.items():
+        for stage in view.stages:
+            sid = to_plain(stage.get("stage_id"))
+            kind = stages.get(sid) if isinstance(sid, int) else None
+            if kind not in _LLM:
+                continue
+            owned = set(owners["owned"][kind])
+            parallel_names = set(owners["parallel_config"][kind])
+            for key, (origin, node) in _checked(stage, legacy).items():
+                unowned = [(key, origin)] if key not in owned else []
+                if key == "parallel_config" and node is not None:
+                    unowned += [(f"parallel_config.{k}", e.key_origin) for k, e in node.entries.items()
+                                if str(k) not in parallel_names]  # fmt: skip
+                for field, where in unowned:
+                    spot = found.setdefault((where.file, where.line, field), (where, str(sid), [], kind))
+                    spot[2].append(platform)
+    out = []
+    for (_, _, field), (origin, sid, platforms, kind) in sorted(found.items()):
+        message = (
+            f"vllm-omni {ctx.target_reads.version}'s typed config has no owner for '{field}' on stage {sid} "
+            f"({kind} in {name}) on {', '.join(platforms)}: it refuses to start "
+            f'("Stage {sid} ({kind}) has explicit engine argument(s) with no structured config owner", '
+            f"{owners['check_at']})"
+        )
+        path = jsonpath.join(field.split("."), jsonpath.stage(int(sid)))
+        out.append(at(origin, ctx.file, codes.E315, path, message, _hint(field, ctx)))
+    return out
+
+
+def _hint(field: str, ctx: Context) -> str | None:
+    from omni_deploy.knowledge.readers import table
+
+    if field in table("code2wav"):
+        return "a Code2Wav option belongs in the extra of the connector stage 2 receives"
+    if field == "model_runner":
+        return "model_runner is a top-level (or platform-level) key"
+    return None
