@@ -16,6 +16,7 @@ from omni_deploy.config.yaml_loader import display_path
 from omni_deploy.deployment import Deployment
 from omni_deploy.host import HostCaps
 from omni_deploy.integration_env import Backend
+from omni_deploy.knowledge.versions import RELEASED
 from omni_deploy.launch.options import LaunchOptions
 from omni_deploy.launch.spec import launch_spec
 from omni_deploy.resolve.overview import overview
@@ -57,6 +58,14 @@ def explain(
         ).decision
         for p in platforms
     }
+    if not host.probed:
+        # What the target release's own code can carry out (resolve/reach.py): no Code2Wav stage
+        # before 0.26.0, no plugin hook in 0.26.0, no TensorRT switch before 0.28.0.
+        from omni_deploy.knowledge.target import for_host
+        from omni_deploy.resolve.reach import at_release
+
+        reads = for_host(target_version or host.vllm_omni or RELEASED)
+        decisions = {p: at_release(d, reads) for p, d in decisions.items()}
     result: dict[str, Any] = {
         "file": deployment.name,
         "pipeline": info.name,

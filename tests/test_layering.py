@@ -1,8 +1,8 @@
 """Imports run one way: each part of the package imports only parts on a lower layer (or itself).
 
 The layers, top first (README "Layout"): the CLI edge; bench (which starts servers through
-serve); serve, k8s and explain; the launch spec; validate and resolve; topology, the Deployment and
-the host snapshot; knowledge; config; and the vocabulary and tools everything may use. Read from
+serve); serve, k8s and explain; the launch spec; validate and resolve; topology, the Deployment, the
+host snapshot and the server check's process edge; knowledge; config; and the vocabulary and tools everything may use. Read from
 the source by AST (imports inside functions count too); nothing is imported.
 """
 
@@ -21,7 +21,7 @@ GROUPS: list[tuple[int, tuple[str, ...]]] = [
     (8, ("serve",)), (8, ("k8s",)), (8, ("explain",)),
     (7, ("launch",)),
     (6, ("validate",)), (6, ("resolve",)),
-    (5, ("topology",)), (5, ("deployment",)), (5, ("host",)),
+    (5, ("topology",)), (5, ("deployment",)), (5, ("host",)), (5, ("server_check",)),
     (4, ("knowledge",)),
     (3, ("config",)),
     (2, ("integrations",)),

@@ -149,7 +149,7 @@ def validate(
         vllm_omni_source=vllm_omni_source, ignore=settings.ignore, server_check=server_check,
         server_python=server_python, model=model,
     )  # fmt: skip
-    reports = validate_inputs(inputs, options)
+    reports = validate_inputs([(i.name, i.text) for i in inputs], options)
     output = REPORTERS[fmt](reports)
     if fmt == "text":
         import sys

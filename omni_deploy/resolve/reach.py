@@ -57,8 +57,9 @@ def at_release(decision: SpeakerDecision, reads: TargetReads) -> SpeakerDecision
             speaker_backend=CPU_ORT,
             provider=f"vllm-omni {version} (ONNX Runtime on the CPU; the plugin cannot hook it)",
             weights_dtype="fp32", inputs_dtype="fp32", matmul_tf32=None, cudnn_tf32=None,
-            reasons=[*decision.reasons, Reason("plugin hook", False, f"vllm-omni {version}: {hook}")],
-            fallbacks=[f for f in fallbacks if f.backend == CPU_ORT],
+            reasons=[*(r for r in decision.reasons if r.setting == "platform"),
+                     Reason("plugin hook", False, f"vllm-omni {version}: {hook}")],
+            fallbacks=[],  # the CPU session is the only backend this release has
             warnings=[*warnings, f"omni-deploy's plugin cannot put CAM++ on the GPU with vllm-omni {version}: {hook}; "
                       "CAM++ stays vllm-omni's own campplus.onnx session on the CPU"],
         )  # fmt: skip

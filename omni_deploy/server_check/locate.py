@@ -16,7 +16,6 @@ from dataclasses import dataclass
 
 from omni_deploy import jsonpath
 from omni_deploy.config.nodes import Map, Origin, Scalar, Seq
-from omni_deploy.deployment import Deployment
 from omni_deploy.server_check.run import Refusal
 
 _STAGE = re.compile(r"\b[Ss]tage[ _-]?(\d+)\b")
@@ -118,9 +117,8 @@ def _lacking(config: Map, key: str) -> list[Place]:
     return found
 
 
-def places(refusal: Refusal, deployment: Deployment) -> list[Place]:
-    """Where in the file the values `refusal` names were written (empty: nowhere found)."""
-    config = deployment.config
+def places(refusal: Refusal, config: Map) -> list[Place]:
+    """Where in the merged file `config` the values `refusal` names were written (empty: nowhere)."""
     if refusal.step == "transfer_config" and refusal.type == "KeyError":
         lacking = _lacking(config, refusal.message)
         if lacking:

@@ -74,7 +74,7 @@ def verdict_findings(verdict: FileVerdict, deployment: Deployment, version: str)
     out: list[Finding] = []
     for refusals in grouped.values():
         code, message = _message(refusals, version)
-        spots = places(refusals[0], deployment)
+        spots = places(refusals[0], deployment.config)
         if not spots:
             out.append(at(None, deployment.name, code, "$", message, _HINT))
         out.extend(at(s.origin, deployment.name, code, s.path, message, _HINT) for s in spots)

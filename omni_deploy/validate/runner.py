@@ -9,7 +9,6 @@ from typing import Any
 from omni_deploy.config.nodes import env_values
 from omni_deploy.deployment import Deployment
 from omni_deploy.errors import ConfigError
-from omni_deploy.inputs import Input
 from omni_deploy.server_check.run import ServerRun
 from omni_deploy.validate import blame, suppress
 from omni_deploy.validate.check_capacity import (
@@ -85,26 +84,27 @@ def _from_error(error: ConfigError, file: str) -> Finding:
 def validate_file(name: str, options: Options, text: str | None = None) -> FileReport:
     """Load the file named `name` (or `text` so named, from stdin) and check it; a file that
     cannot be loaded is one finding."""
-    return validate_inputs([Input(name, text)], options)[0]
+    return validate_inputs([(name, text)], options)[0]
 
 
-def validate_inputs(inputs: list[Input], options: Options) -> list[FileReport]:
-    """Check every input; the server check (when options ask for it) runs once for all of them."""
-    loaded: list[tuple[Input, Deployment | FileReport]] = []
-    for source in inputs:
+def validate_inputs(sources: list[tuple[str, str | None]], options: Options) -> list[FileReport]:
+    """Check every (name, text) input (text: read from stdin, else None); the server check (when
+    options ask for it) runs once for all of them."""
+    loaded: list[tuple[str | None, Deployment | FileReport]] = []
+    for name, text in sources:
         try:
-            loaded.append((source, Deployment.load(source.name, pipeline=options.pipeline, text=source.text)))
+            loaded.append((text, Deployment.load(name, pipeline=options.pipeline, text=text)))
         except ConfigError as error:
-            loaded.append((source, FileReport(source.name, [_from_error(error, source.name)])))
-    deployments = [d for s, d in loaded if isinstance(d, Deployment) and s.text is None]
+            loaded.append((text, FileReport(name, [_from_error(error, name)])))
+    deployments = [d for text, d in loaded if isinstance(d, Deployment) and text is None]
     server = run_server_check(deployments, options)
     reports = []
-    for source, item in loaded:
+    for text, item in loaded:
         if isinstance(item, FileReport):
             item.server = server
             reports.append(item)
         else:
-            reports.append(validate_deployment(item, options, source.text, server))
+            reports.append(validate_deployment(item, options, text, server))
     return reports
 
 

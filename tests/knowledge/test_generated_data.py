@@ -11,3 +11,28 @@ pytestmark = pytest.mark.upstream
 
 def test_data_file_has_not_drifted() -> None:
     assert DATA_FILE.read_text() == generate(), "run: python -m omni_deploy.knowledge.generate"
+
+
+def test_facts_file_has_not_drifted() -> None:
+    from omni_deploy.knowledge.generate import FACTS_FILE, generate_facts
+
+    assert FACTS_FILE.read_text() == generate_facts(), "run: python -m omni_deploy.knowledge.generate"
+
+
+def test_facts_name_their_lines_and_the_issue_s_cases() -> None:
+    import json
+
+    from omni_deploy.knowledge.generate import FACTS_FILE
+
+    versions = json.loads(FACTS_FILE.read_text())["versions"]
+    for version, entry in versions.items():
+        for name, at in entry["facts"].items():
+            assert at.startswith("vllm_omni/") and at.rsplit(":", 1)[1].isdigit(), (version, name, at)
+    minicpmo = {v: e["pipelines"].get("minicpmo_4_5") for v, e in versions.items()}
+    assert minicpmo["0.20.0"] is None
+    counts = [len(minicpmo[v]["stages"]) for v in ("0.22.0", "0.24.0", "0.26.0", "0.28.0", "0.30.0")]
+    assert counts == [2, 2, 3, 3, 3]
+    assert "duplex_session_splat" in versions["0.28.0"]["facts"]
+    assert "typed_config_at_startup" in versions["0.30.0"]["facts"]
+    assert "typed_config_at_startup" not in versions["0.28.0"]["facts"]
+    assert "spk_embedding_hook" not in versions["0.26.0"]["facts"]

@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 
 from omni_deploy.deployment import Deployment
-from omni_deploy.inputs import Input
 from omni_deploy.server_check.locate import places
 from omni_deploy.server_check.run import Job, Refusal, check
 from omni_deploy.validate.context import Options
@@ -20,6 +19,10 @@ from omni_deploy.validate.runner import validate_file, validate_inputs
 ROOT = Path(__file__).resolve().parents[2]
 STANDIN = str(ROOT / "tests" / "support" / "standin_bin" / "server-python")
 DATA = ROOT / "tests" / "data" / "validate"
+
+
+def places_in(refusal: Refusal, deployment: Deployment) -> list:  # type: ignore[type-arg]
+    return places(refusal, deployment.config)
 
 
 def _job(tmp_path: Path, text: str, name: str = "f.yaml") -> Job:
@@ -74,7 +77,7 @@ def test_one_child_checks_many_files_and_stdin_is_left_out(tmp_path: Path) -> No
         path.write_text(f"base_config: {DATA / 'base_minicpmo.yaml'}\nasync_chunk: false\n# n{i}\n")
     options = Options(server_check="on", server_python=STANDIN)
     reports = validate_inputs(
-        [*(Input(str(p)) for p in files), Input("-.yaml", "pipeline: minicpmo_4_5\n")], options
+        [*((str(p), None) for p in files), ("-.yaml", "pipeline: minicpmo_4_5\n")], options
     )
     runs = {id(r.server) for r in reports}
     assert len(runs) == 1  # one run for all of them
@@ -91,9 +94,9 @@ def test_a_refusal_lands_on_the_key_it_names_in_its_stage_and_platform(tmp_path:
     )
     deployment = Deployment.load(str(path))
     message = "Stage 1 (llm_ar) has explicit engine argument(s) with no structured config owner: enable_lora"
-    found = places(Refusal("cuda", "typed_config", "ValueError", message, None), deployment)
+    found = places_in(Refusal("cuda", "typed_config", "ValueError", message, None), deployment)
     assert [(p.origin.line, p.path) for p in found] == [(6, "$.stages[?@.stage_id==1].enable_lora")]
-    found = places(Refusal("npu", "typed_config", "ValueError", message, None), deployment)
+    found = places_in(Refusal("npu", "typed_config", "ValueError", message, None), deployment)
     assert {p.origin.line for p in found} == {6, 11}
 
 
@@ -102,7 +105,8 @@ def test_a_message_naming_nothing_in_the_file_is_about_the_whole_file(tmp_path: 
     path.write_text("pipeline: minicpmo_4_5\n")
     deployment = Deployment.load(str(path))
     assert (
-        places(Refusal("cuda", "load", "RecursionError", "maximum recursion depth", None), deployment) == []
+        places_in(Refusal("cuda", "load", "RecursionError", "maximum recursion depth", None), deployment)
+        == []
     )
 
 
@@ -116,4 +120,4 @@ def test_a_plain_name_after_the_colon_is_found_as_a_value(tmp_path: Path) -> Non
     refusal = Refusal(
         "cuda", "transfer_config", "ValueError", "Undefined connector reference: nope", None, True
     )
-    assert [p.origin.line for p in places(refusal, deployment)] == [5]
+    assert [p.origin.line for p in places_in(refusal, deployment)] == [5]

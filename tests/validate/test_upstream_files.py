@@ -22,7 +22,9 @@ CONNECTOR_POLLING = (
 )
 
 # (version or "*", file, code) -> why it is real, with the upstream line that makes it so. Errors first.
-MEMORY = "vllm/v1/worker/utils.py:539-545 (vLLM 0.30.0): a stage asking more than the free memory is a ValueError"
+MEMORY = (
+    "vllm/v1/worker/utils.py:539-545 (vLLM 0.30.0): a stage asking more than the free memory is a ValueError"
+)
 KNOWN: dict[tuple[str, str, str], str] = {
     # Stage 1's four replicas take 0.8 of GPUs 4-7 while stage 2 still asks 0.9 of GPU 5 (the overlay
     # sets stage 1's share; the 0.9 comes from minicpmo_4_5_8x4090.yaml). An experimental profile
