@@ -100,8 +100,13 @@ def facts(root: Path) -> dict[str, str]:
     return {fact.name: at for fact in FACTS if (at := find(root, fact)) is not None}
 
 
-def _registry(root: Path) -> dict[str, tuple[str, str, int]]:
-    """{name: (module, attribute, line)} from config/pipeline_registry.py, read as text."""
+def registry(root: Path) -> dict[str, tuple[str, str, int]]:
+    """{name: (module, attribute, line)} from config/pipeline_registry.py, read as text.
+
+    0.20.0-0.22.0 declare `name: ("module", "ATTR")`; 0.24.0 on import each PipelineConfig (or
+    resolver) by name and map `name: NAME`. Stdlib only: the server check's child loads this file by
+    path in the serving interpreter.
+    """
     path = root / "vllm_omni" / "config" / "pipeline_registry.py"
     if not path.is_file():
         return {}
@@ -157,7 +162,7 @@ def _stages(call: ast.Call) -> dict[str, Any] | None:
 def pipelines(root: Path) -> dict[str, dict[str, Any]]:
     """{name: {"at", "stages"?, "async_chunk_producer"?}}; a resolver function has no fixed stages."""
     out: dict[str, dict[str, Any]] = {}
-    for name, (module, attribute, line) in sorted(_registry(root).items()):
+    for name, (module, attribute, line) in sorted(registry(root).items()):
         entry: dict[str, Any] = {"registered_at": f"vllm_omni/config/pipeline_registry.py:{line}"}
         path = root / Path(*module.split(".")).with_suffix(".py")
         tree = ast.parse(path.read_text(encoding="utf-8")) if path.is_file() else None

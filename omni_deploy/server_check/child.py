@@ -36,9 +36,9 @@ before any engine starts (0.30.0: `entrypoints/cli/serve.py:1121` -> `config/res
 
 from __future__ import annotations
 
-import ast
 import functools
 import importlib
+import importlib.util
 import json
 import os
 import sys
@@ -82,35 +82,16 @@ def _error(exc: BaseException, step: str, package_root: Path) -> dict[str, Any]:
 
 
 def registry_entries(root: Path) -> dict[str, tuple[str, str]]:
-    """{pipeline name: (module, attribute)} from the release's pipeline_registry.py, read as text.
-
-    0.20.0-0.22.0 declare `name: ("module", "ATTR")`; 0.24.0 on import each PipelineConfig (or
-    resolver) by name and map `name: NAME`.
-    """
-    path = root / "config" / "pipeline_registry.py"
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    imported: dict[str, tuple[str, str]] = {}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.module:
-            for alias in node.names:
-                imported[alias.asname or alias.name] = (node.module, alias.name)
-    out: dict[str, tuple[str, str]] = {}
-    for node in ast.walk(tree):
-        value = node.value if isinstance(node, (ast.Assign, ast.AnnAssign)) else None
-        if not isinstance(value, ast.Dict):
-            continue
-        for key, item in zip(value.keys, value.values, strict=True):
-            if not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
-                continue
-            if isinstance(item, ast.Tuple) and len(item.elts) == 2:
-                parts = [
-                    e.value for e in item.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)
-                ]
-                if len(parts) == 2:
-                    out[key.value] = (str(parts[0]), str(parts[1]))
-            elif isinstance(item, ast.Name) and item.id in imported:
-                out[key.value] = imported[item.id]
-    return out
+    """{pipeline name: (module, attribute)} from the release's pipeline_registry.py, read as text by
+    omni-deploy's knowledge/facts.py (stdlib only; loaded by path: nothing of omni-deploy is imported
+    as a package here)."""
+    path = Path(__file__).resolve().parents[1] / "knowledge" / "facts.py"
+    spec = importlib.util.spec_from_file_location("_omni_deploy_facts", path)
+    assert spec is not None and spec.loader is not None
+    facts = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = facts  # dataclasses look their module up while the class is built
+    spec.loader.exec_module(facts)
+    return {name: (module, attribute) for name, (module, attribute, _) in facts.registry(root.parent).items()}
 
 
 def _hf_config(model: str | None) -> Any:
