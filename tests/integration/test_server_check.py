@@ -125,3 +125,24 @@ def test_owned_sets_have_not_drifted() -> None:
     version, entry = generate_owners.current()
     committed = generate_owners.json.loads(generate_owners.DATA_FILE.read_text())
     assert committed.get(version) == entry, "run python -m omni_deploy.knowledge.generate_owners in this tier"
+
+
+def test_validate_stays_light_while_the_check_runs() -> None:
+    """With vllm-omni installed, validate runs the check in a child; the parent imports none of it."""
+    import subprocess
+
+    root = Path(__file__).resolve().parents[2]
+    probe = (
+        "import sys\n"
+        "from omni_deploy.cli import main\n"
+        "code = main(['validate', 'tests/data/startup/lora_on_talker.yaml', '-o', 'json'])\n"
+        "heavy = [m for m in ('torch', 'onnxruntime', 'vllm', 'vllm_omni') if m in sys.modules]\n"
+        "assert not heavy, heavy\n"
+        "sys.exit(code)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], cwd=root, capture_output=True, text=True, timeout=900
+    )
+    assert done.returncode == 1, done.stderr[-2000:]  # the file is refused: by both paths
+    assert '"code": "E395"' in done.stdout and '"code": "E315"' in done.stdout
+    assert '"ran": true' in done.stdout
