@@ -121,3 +121,31 @@ def test_a_plain_name_after_the_colon_is_found_as_a_value(tmp_path: Path) -> Non
         "cuda", "transfer_config", "ValueError", "Undefined connector reference: nope", None, True
     )
     assert [p.origin.line for p in places_in(refusal, deployment)] == [5]
+
+
+def test_json_output_carries_the_run_and_matches_its_schema(capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    from tests.support.cli import run_cli
+    from tests.support.json_shapes import assert_shape
+
+    path = DATA / "negative" / "server_check_refuses.yaml"
+    result = run_cli(capsys, "validate", str(path), "--server-python", STANDIN, "-o", "json")
+    data = json.loads(result.out)
+    assert_shape(data, "validate")
+    assert data["server_check"]["ran"] is True and data["server_check"]["vllm_omni"] == "0.30.0"
+    assert data["files"][0]["server_check"] == {"decided": True, "reason": None}
+    assert result.code == 1
+
+
+def test_text_output_says_why_it_did_not_run(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.support.cli import run_cli
+
+    monkeypatch.setenv("STANDIN_SERVER_VERSION", "")
+    result = run_cli(capsys, "validate", str(DATA / "base_minicpmo.yaml"), "--server-python", STANDIN)
+    assert f"server check: not run (vllm-omni is not installed for {STANDIN})" in result.out
+    assert result.code == 0
+    result = run_cli(capsys, "validate", str(DATA / "base_minicpmo.yaml"), "--server-check", "off")
+    assert "server check" not in result.out
