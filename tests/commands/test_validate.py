@@ -18,8 +18,10 @@ def test_text_output_points_at_file_line_col(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(ROOT)
-    result = run_cli(capsys, "validate", str(NEG / "unknown_stage_key.yaml"), "--target-version", "0.30.0")
-    assert result.code == 0  # a truly unknown key: a warning only
+    # 0.28.0: a truly unknown stage key is passed on to vLLM, a warning only (0.30.0's typed config
+    # refuses it: E315, config/omni_config.py:1324).
+    result = run_cli(capsys, "validate", str(NEG / "unknown_stage_key.yaml"), "--target-version", "0.28.0")
+    assert result.code == 0
     first = result.out.splitlines()[0]
     # file:line:col of the file that set it; the path is in the merged config (stage 1 is its 2nd entry).
     assert first.startswith(
