@@ -117,7 +117,7 @@ def _expected_exit(command: str) -> tuple[str, int]:
 @pytest.fixture(scope="module")
 def scratch(tmp_path_factory: pytest.TempPathFactory) -> Path:
     work = tmp_path_factory.mktemp("docs")
-    for name in ("deploy", "tests", "schemas"):
+    for name in ("deploy", "tests", "schemas", "docs"):
         (work / name).symlink_to(ROOT / name)
     bin_dir = work / ".bin"
     bin_dir.mkdir()
