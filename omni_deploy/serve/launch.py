@@ -81,9 +81,10 @@ def report_speaker_backend(directory: Path, expected: str, say: Callable[[str], 
         say(f"WARNING: cannot read the server log for the speaker backend: {exc}")
         return
     report = read_report(lines)
-    for level, text in summary_lines(report, expected):
-        say(f"WARNING: {text}" if level == "warning" else text)
+    # Recorded before it is said: whoever reads the line may open launch.json at once.
     try:
         add_to_record(directory, {"speaker_report": report.as_dict()})
     except (OSError, ValueError) as exc:
         say(f"WARNING: cannot record the speaker backend in launch.json: {exc}")
+    for level, text in summary_lines(report, expected):
+        say(f"WARNING: {text}" if level == "warning" else text)
