@@ -26,6 +26,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "explain": ("omni_deploy.commands.explain", "explain"),
     "k8s": ("omni_deploy.commands.k8s", "k8s"),
     "render": ("omni_deploy.commands.render", "render"),
+    "rule": ("omni_deploy.commands.rule", "rule"),
     "schema": ("omni_deploy.commands.schema", "schema"),
     "serve": ("omni_deploy.commands.serve", "serve"),
     "validate": ("omni_deploy.commands.validate", "validate"),

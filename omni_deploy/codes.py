@@ -1,13 +1,15 @@
 """The finding-code table: every code omni-deploy reports, declared once.
 
 A code is an id (its letter says error, warning or info; the number groups it: 1xx loading and
-merging, 2xx schema, 3xx checks), its severity, a one-line summary for docs/findings.md, and an
-example file under tests/data/ that produces it (tests/test_codes.py runs each example; a code
-without one, or an example that produces an undeclared code, fails the suite).
+merging, 2xx schema, 3xx checks; every number is used once, whatever the letter), its severity, a
+one-line summary, and an example file under tests/data/ that produces it (tests/test_codes.py runs
+each example; a code without one, or an example that produces an undeclared code, fails the suite).
 
-Adding a code is one line here; report it with `at(origin, file, codes.W399, path, message)` in a
-check, or `ConfigError(message, location, code=codes.E199)` in the loader. Then regenerate the
-page: `omni-deploy schema --findings > docs/findings.md`.
+Adding a code: one line here; then the check that reports it declares it (`@emits(codes.W399)`,
+validate/rules.py) and documents it in its docstring (what it does, why, an example that fails and
+one that passes); report it with `at(origin, file, codes.W399, path, message)`, or with
+`ConfigError(message, location, code=codes.E199)` in the loader (validate/check_load.py documents
+the loader's codes). Then regenerate the page: `omni-deploy schema --findings > docs/findings.md`.
 
 Imports nothing of the project, so config/ (below validate/) can use it.
 """
@@ -59,7 +61,7 @@ E103 = _declare("E103", ERROR, "YAML tag (custom or Python object): deploy files
 E104 = _declare("E104", ERROR, "the top level of the file is not a mapping", _L + "top_level_list.yaml")
 E105 = _declare("E105", ERROR, "a mapping key that is not a plain scalar", _L + "complex_key.yaml")
 E106 = _declare("E106", ERROR, "an ${...} interpolation that cannot be resolved", _L + "interpolation_resolver.yaml")
-E107 = _declare("E107", ERROR, "the file named cannot be read: missing (as its example, on purpose), a directory, a FIFO, a device, a system pseudo-file", _L + "no_such_file.yaml")
+E107 = _declare("E107", ERROR, "the file named cannot be read: missing, a directory, a FIFO, a device, a system pseudo-file", _L + "no_such_file.yaml")
 E108 = _declare("E108", ERROR, "text that is not UTF-8, a control character, or a lone surrogate", _L + "control_character.yaml")
 E109 = _declare("E109", ERROR, "too complex to load: nesting, values after alias expansion, alias expansions or file size over the loader's budget", _L + "nesting_too_deep.yaml")
 E110 = _declare("E110", ERROR, "base_config names a file that does not exist", _L + "base_missing.yaml")
@@ -110,7 +112,7 @@ E352 = _declare("E352", ERROR, "KV budgets do not fit in the card (--gpu-memory-
 W360 = _declare("W360", WARNING, "HiFT capture batch sizes not positive, duplicated, or all above capacity", _V + "hift_sizes.yaml")
 W361 = _declare("W361", WARNING, "CFM micro_batch_size above Code2Wav's max_num_seqs", _V + "micro_batch_above_capacity.yaml")
 W362 = _declare("W362", WARNING, "Talker KV budget holds fewer tokens than max_num_seqs x max_model_len", _V + "talker_kv_too_small.yaml")
-I362 = _declare("I362", INFO, "Talker KV capacity not checked without --model-config", _V + "talker_kv_unchecked.yaml")
+I364 = _declare("I364", INFO, "Talker KV capacity not checked without --model-config", _V + "talker_kv_unchecked.yaml")
 W363 = _declare("W363", WARNING, "max_num_batched_tokens below max_model_len with chunked prefill off", _V + "batched_below_model_len.yaml")
 # Platforms.
 E370 = _declare("E370", ERROR, "model_runner v2 on a platform that does not support it (npu, xpu)", _V + "runner_v2_on_npu.yaml")
@@ -126,29 +128,3 @@ E395 = _declare("E395", ERROR, "vllm-omni's own start-up config code refuses the
 E396 = _declare("E396", ERROR, "vllm-omni's connector set-up fails; it logs a warning and starts with no connector configuration (server check)", _V + "server_check_connector_setup.yaml")
 E397 = _declare("E397", ERROR, "--server-check on, but the check could not run or could not decide the file", _V + "server_check_cannot_run.yaml")
 # fmt: on
-
-
-def findings_markdown() -> str:
-    """docs/findings.md, generated from the table (a test keeps the committed page equal to it)."""
-    titles = {"1": "Loading and merging", "2": "Schema", "3": "Checks"}
-    lines = [
-        "# Finding codes",
-        "",
-        "Generated from `omni_deploy/codes.py` by `omni-deploy schema --findings`; do not edit by hand",
-        "(a test fails when this page and the table differ). The letter is the severity: E error,",
-        "W warning, I info; `validate --strict` counts warnings as errors. Every code has an example",
-        "file under `tests/data/` that produces it.",
-        "",
-        "Each finding names a file:line:col and a path into the deploy file, spelt as JSONPath",
-        "(RFC 9535, built by `omni_deploy/jsonpath.py`): `$.stages[0]` is the first entry as written,",
-        "`$.stages[?@.stage_id==1]` the stage whose stage_id is 1 after merging, `$.connectors.NAME.extra`",
-        "a connector's extra, `$['odd key']` a key that is not a plain name.",
-    ]
-    group = None
-    for code in sorted(CODES.values(), key=lambda c: (c.id[1:], c.id)):
-        if code.id[1] != group:
-            group = code.id[1]
-            lines += ["", f"## {code.id[1]}xx: {titles.get(group, 'Other')}", ""]
-            lines += ["| code | severity | meaning | example |", "| --- | --- | --- | --- |"]
-        lines.append(f"| {code.id} | {code.severity} | {code.summary} | `tests/data/{code.example}` |")
-    return "\n".join(lines) + "\n"

@@ -34,7 +34,8 @@ Neighbours of this module, also from issue 11:
 - serve: `serve/prepare.py` (check -> prepare: launch spec, run directory, run record),
   `serve/launch.py` (exec or supervise), `serve/session.py` (the command's flow); explain:
   `explain.py`; k8s: `k8s/build.py` (launch spec + `topology/` placement -> objects),
-- finding codes: `omni_deploy/codes.py` (one line per code; checks report through it),
+- finding codes: `omni_deploy/codes.py` (one line per code); each check declares the codes it
+  reports (`@emits`, `validate/rules.py`) and documents them in its docstring (`omni-deploy rule`),
 - exit codes: `omni_deploy/cli.py` (`EXIT_*`, one map from error type to exit code),
 - vocabulary: backend names in `omni_deploy/integration_env.py` (`Backend`, `BACKENDS`),
   `knowledge/versions.py` (`RELEASED`, `default_target_version`), `host.py` (`detect_platform`),

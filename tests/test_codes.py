@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from omni_deploy.codes import CODES, ERROR, INFO, WARNING, findings_markdown
+from omni_deploy.codes import CODES, ERROR, INFO, WARNING
+from omni_deploy.validate.rule_pages import findings_markdown
 from tests.support.examples import run_example
 
 ROOT = Path(__file__).resolve().parents[1]

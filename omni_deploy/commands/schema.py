@@ -18,7 +18,7 @@ def schema(reference: bool, findings: bool) -> int:
     if reference and findings:
         raise click.UsageError("give --reference or --findings, not both")
     if findings:
-        from omni_deploy.codes import findings_markdown
+        from omni_deploy.validate.rule_pages import findings_markdown
 
         click.echo(findings_markdown(), nl=False)
     elif reference:

@@ -12,6 +12,7 @@ from omni_deploy.config.platform import PlatformApplied
 from omni_deploy.validate import blame
 from omni_deploy.validate.context import Context
 from omni_deploy.validate.findings import Finding, at
+from omni_deploy.validate.rules import emits
 
 GIB = 1024**3
 
@@ -38,8 +39,63 @@ def _devices(stage: Map) -> list[str]:
     return [d.strip() for d in str(node.value).split(",") if d.strip()]
 
 
+@emits(codes.E350, codes.W351, codes.E352)
 def check_gpu_memory(ctx: Context) -> list[Finding]:
-    """Per physical device, what the stages that share it ask for; one finding for all platforms alike."""
+    """Per physical device, what the stages that share it ask for; one finding for all platforms alike.
+
+    E350:
+        What it does: adds up the gpu_memory_utilization of the stages placed on each device (a
+            stage's `devices`, after the platform section) and reports a device asked for more than
+            all of its memory, at the value the file you validate set.
+        Why: each stage takes its fraction of the whole device when it starts; the stage that finds
+            too little left fails with an out-of-memory error at start-up, minutes in.
+        Fails:
+            base_config: minicpmo_4_5_turn.yaml
+            stages:
+              - stage_id: 2  # 0.55 + 0.15 + 0.4 of device 0
+                gpu_memory_utilization: 0.4
+        Passes:
+            base_config: minicpmo_4_5_turn.yaml
+            stages:
+              - stage_id: 2  # 0.55 + 0.15 + 0.18
+                gpu_memory_utilization: 0.18
+    W351:
+        What it does: reports a device whose stages ask for more than 95 % of its memory in all.
+        Why: CUDA graphs, cuDNN workspaces, NCCL buffers and fragmentation live outside the stages'
+            shares; with less than 5 % left they fail under load rather than at start-up.
+        Fails:
+            base_config: minicpmo_4_5_turn.yaml
+            stages:
+              - stage_id: 2  # 0.55 + 0.15 + 0.27 = 0.97
+                gpu_memory_utilization: 0.27
+        Passes:
+            base_config: minicpmo_4_5_turn.yaml
+            stages:
+              - stage_id: 2  # 0.88 in all
+                gpu_memory_utilization: 0.18
+    E352:
+        What it does: with --gpu-memory-gib (the card's size), checks each stage's
+            kv_cache_memory_bytes against its share of the card, and the KV budgets of each device
+            against the card.
+        Why: a KV budget is taken from the stage's share; one that does not fit makes the stage
+            refuse to start, or leaves nothing for the weights.
+        Fails:
+            # options: --gpu-memory-gib 24
+            base_config: minicpmo_4_5_turn.yaml
+            platforms:
+              cuda:
+                stages:
+                  - stage_id: 1  # 4 GiB in 0.15 x 24 GiB = 3.6 GiB
+                    kv_cache_memory_bytes: 4294967296
+        Passes:
+            # options: --gpu-memory-gib 24
+            base_config: minicpmo_4_5_turn.yaml
+            platforms:
+              cuda:
+                stages:
+                  - stage_id: 1  # 2 GiB
+                    kv_cache_memory_bytes: 2147483648
+    """
     merged: dict[tuple[object, ...], tuple[Finding, list[str]]] = {}
     for platform, applied in ctx.applied.items():
         for finding in _memory_on(ctx, "{platform}", applied):
@@ -130,7 +186,96 @@ def _listing(
     )
 
 
+@emits(codes.W360, codes.W361, codes.W362, codes.I364, codes.E380)
 def check_minicpmo_capacity(ctx: Context) -> list[Finding]:
+    """MiniCPM-o 4.5 batch coherence: Code2Wav's graphs and batches against its max_num_seqs, the
+    Talker's KV budget against its sequences.
+
+    W360:
+        What it does: checks the Code2Wav extra's hift_graph_capture_batch_sizes: positive, no
+            duplicates, and at least one size not above Code2Wav's max_num_seqs.
+        Why: HiFT graphs are captured at start-up for these batch sizes; a duplicate or a size the
+            stage never reaches costs capture time and memory for a graph never replayed.
+        Fails:
+            base_config: minicpmo_4_5_turn.yaml
+            connectors:
+              connector_of_shared_memory:
+                extra:
+                  hift_graph_capture_batch_sizes: [1, 2, 2]
+        Passes:
+            base_config: minicpmo_4_5_turn.yaml
+            connectors:
+              connector_of_shared_memory:
+                extra:
+                  hift_graph_capture_batch_sizes: [1, 2, 4]
+    W361:
+        What it does: where the target vllm-omni's code reads the CFM micro_batch_size (no release
+            does yet), checks it is not above Code2Wav's max_num_seqs.
+        Why: Code2Wav never batches more sequences than it admits, so a larger micro-batch only
+            sizes buffers that are never filled.
+        Fails:
+            # options: --target-version 0.31.0.dev0 --vllm-omni-source vllm-omni-main
+            base_config: minicpmo_4_5_turn.yaml
+            connectors:
+              connector_of_shared_memory:
+                extra:
+                  micro_batch_size: 16
+        Passes:
+            # options: --target-version 0.31.0.dev0 --vllm-omni-source vllm-omni-main
+            base_config: minicpmo_4_5_turn.yaml
+            connectors:
+              connector_of_shared_memory:
+                extra:
+                  micro_batch_size: 4
+    W362:
+        What it does: with --model-config (the model's config.json, for the bytes per Talker token),
+            checks that the Talker's kv_cache_memory_bytes holds max_num_seqs x max_model_len tokens.
+        Why: a Talker that runs out of KV preempts sequences, and a preempted Talker sequence cannot
+            be replayed: its audio stops.
+        Fails:
+            # options: --model-config config.json
+            base_config: minicpmo_4_5_turn.yaml
+            platforms:
+              cuda:
+                stages:
+                  - stage_id: 1  # 256 MiB for 4 x 4096 tokens
+                    kv_cache_memory_bytes: 268435456
+        Passes:
+            # options: --model-config config.json
+            base_config: minicpmo_4_5_turn.yaml
+            platforms:
+              cuda:
+                stages:
+                  - stage_id: 1
+                    kv_cache_memory_bytes: 2147483648
+    I364:
+        What it does: notes a Talker KV budget whose capacity in tokens is not checked, because no
+            --model-config gave the bytes per token.
+        Why: a note, not a problem: pass the model's config.json to have W362 check the budget.
+        Fails:
+            base_config: minicpmo_4_5_turn.yaml
+        Passes:
+            # options: --model-config config.json
+            base_config: minicpmo_4_5_turn.yaml
+    E380:
+        What it does: checks that a non-zero code2wav_initial_batch_size is not below
+            code2wav_min_batch_size (default 1).
+        Why: MiniCPM-o's Code2Wav refuses to start with an initial batch below its minimum.
+        Fails:
+            base_config: minicpmo_4_5_turn.yaml
+            connectors:
+              connector_of_shared_memory:
+                extra:
+                  code2wav_min_batch_size: 4
+                  code2wav_initial_batch_size: 2
+        Passes:
+            base_config: minicpmo_4_5_turn.yaml
+            connectors:
+              connector_of_shared_memory:
+                extra:
+                  code2wav_min_batch_size: 4
+                  code2wav_initial_batch_size: 4
+    """
     known = ctx.deployment.pipeline.known
     if not ctx.deployment.pipeline.is_minicpmo or known is None:
         return []
@@ -222,7 +367,7 @@ def _talker_kv(ctx: Context, talker_id: int) -> list[Finding]:
                 at(
                     kv_node.origin,
                     ctx.file,
-                    codes.I362,
+                    codes.I364,
                     path,
                     f"on {platform}: whether {kv / GIB:.2f} GiB of Talker KV holds max_num_seqs x max_model_len = "
                     f"{seqs * length:,.0f} tokens is not checked: the bytes per token come from the model's config",
@@ -246,7 +391,26 @@ def _talker_kv(ctx: Context, talker_id: int) -> list[Finding]:
     return findings
 
 
+@emits(codes.W363)
 def check_batched_tokens(ctx: Context) -> list[Finding]:
+    """Scheduling: a step's token budget against the longest sequence, where prompts cannot be chunked.
+
+    W363:
+        What it does: reports a stage whose max_num_batched_tokens is below its max_model_len while
+            chunked prefill is off (the stage's enable_chunked_prefill, else the top level's).
+        Why: without chunked prefill a prompt is scheduled in one step; a prompt longer than the step's
+            budget is never scheduled, and its request waits for ever.
+        Fails:
+            base_config: minicpmo_4_5_turn.yaml
+            stages:
+              - stage_id: 2  # max_model_len 65536, chunked prefill off
+                max_num_batched_tokens: 32768
+        Passes:
+            base_config: minicpmo_4_5_turn.yaml
+            stages:
+              - stage_id: 2
+                max_num_batched_tokens: 65536
+    """
     findings = []
     top_chunked = _number_bool(ctx.deployment.config.get("enable_chunked_prefill"))
     for platform, applied in ctx.applied.items():

@@ -23,6 +23,7 @@ from omni_deploy.knowledge.readers import (
 from omni_deploy.knowledge.target import TargetReads
 from omni_deploy.validate.context import Context
 from omni_deploy.validate.findings import Finding, at
+from omni_deploy.validate.rules import emits
 from omni_deploy.validate.typos import near_miss
 
 _PLACE_WORDS = {
@@ -120,7 +121,183 @@ def _runtime_read(walker: _KeyWalker, root: Map) -> bool:
     return True
 
 
+@emits(
+    codes.W301,
+    codes.W302,
+    codes.W303,
+    codes.E304,
+    codes.W305,
+    codes.W306,
+    codes.E307,
+    codes.W310,
+    codes.E311,
+    codes.I312,
+    codes.I313,
+    codes.I314,
+)
 def check_keys(ctx: Context) -> list[Finding]:
+    """Keys: unknown (a near miss of a known key is an error with "did you mean"), refused, or not read
+    by the target vllm-omni, as its own code says (knowledge/readers.py).
+
+    W301:
+        What it does: reports a top-level key that no vllm-omni release reads, and that is no slip of
+            one that is read.
+        Why: vllm-omni ignores it: whatever it was meant to set stays at its default.
+        Fails:
+            base_config: minicpmo_4_5_turn.yaml
+            operator_notes: tuned for the bench
+        Passes:
+            # operator notes: tuned for the bench
+            base_config: minicpmo_4_5_turn.yaml
+    W302:
+        What it does: reports a stage key (or a key under engine_args or runtime) that is neither a
+            vllm-omni stage field nor a known vLLM engine argument.
+        Why: vllm-omni passes unknown stage keys to vLLM as engine arguments, which may reject them at
+            start-up or ignore them.
+        Fails:
+            base_config: minicpmo_4_5_turn.yaml
+            stages:
+              - stage_id: 1
+                my_custom_knob: 8
+        Passes:
+            base_config: minicpmo_4_5_turn.yaml
+            stages:
+              - stage_id: 1
+                max_num_seqs: 8
+    W303:
+        What it does: reports a key in the Code2Wav connector's extra that MiniCPM-o's Code2Wav never
+            reads.
+        Why: the extra is a free-form mapping: nothing refuses an unknown key, and nothing reads it.
+        Fails:
+            base_config: minicpmo_4_5_turn.yaml
+            connectors:
+              connector_of_shared_memory:
+                extra:
+                  vocoder_warp: 2
+        Passes:
+            base_config: minicpmo_4_5_turn.yaml
+            connectors:
+              connector_of_shared_memory:
+                extra:
+                  codec_chunk_frames: 25
+    E304:
+        What it does: reports an unknown key under duplex_session.
+        Why: vllm-omni builds its duplex session settings from these keys and refuses to start on one
+            it does not know.
+        Fails:
+            base_config: minicpmo_4_5_turn.yaml
+            duplex_session:
+              max_listeners: 4
+        Passes:
+            base_config: minicpmo_4_5_turn.yaml
+            duplex_session:
+              max_sessions: 4
+    W305:
+        What it does: reports a platform section for a platform vllm-omni does not know (cuda, rocm,
+            npu, xpu, musa), or an unknown key in a platform section.
+        Why: vllm-omni applies only the section of the platform it runs on; another name is never
+            applied, and an unknown key in a section is ignored.
+        Fails:
+            base_config: minicpmo_4_5_turn.yaml
+            platforms:
+              gaudi:
+                stages: []
+        Passes:
+            base_config: minicpmo_4_5_turn.yaml
+            platforms:
+              npu:
+                stages: []
+    W306:
+        What it does: reports an unknown key in a connector's definition (besides name and extra).
+        Why: vllm-omni builds the connector from its name and extra; other keys are ignored.
+        Fails:
+            base_config: minicpmo_4_5_turn.yaml
+            connectors:
+              connector_of_shared_memory:
+                labels: {}
+        Passes:
+            base_config: minicpmo_4_5_turn.yaml
+            connectors:
+              connector_of_shared_memory:
+                name: SharedMemoryConnector
+    E307:
+        What it does: reports an unknown key one slip (two from 8 characters) from a key the target
+            reads at that place, or a platform name one slip from a known one, with "did you mean".
+        Why: a typo is read as an unknown key and ignored: the setting it was meant to change keeps its
+            default, which is the hardest kind of mistake to see.
+        Fails:
+            base_config: minicpmo_4_5_turn.yaml
+            stages:
+              - stage_id: 1
+                max_num_seq: 8
+        Passes:
+            base_config: minicpmo_4_5_turn.yaml
+            stages:
+              - stage_id: 1
+                max_num_seqs: 8
+    W310:
+        What it does: reports a key that the target vllm-omni's own code does not read (another
+            version reads it, or none does), from the keys each release reads (`--target-version`).
+        Why: the key is silently ignored by the version that will run the file.
+        Fails:
+            # options: --target-version 0.28.0
+            base_config: minicpmo_4_5_turn.yaml
+            connectors:
+              connector_of_shared_memory:
+                extra:
+                  ref_audio_max_seconds: 4.0
+        Passes:
+            # options: --target-version 0.30.0
+            base_config: minicpmo_4_5_turn.yaml
+            connectors:
+              connector_of_shared_memory:
+                extra:
+                  ref_audio_max_seconds: 4.0
+    E311:
+        What it does: reports a key the target vllm-omni refuses, such as the removed stage_args.
+        Why: the target stops at start-up on it.
+        Fails:
+            base_config: minicpmo_4_5_turn.yaml
+            stage_args: []
+        Passes:
+            base_config: minicpmo_4_5_turn.yaml
+    I312:
+        What it does: notes a stage_args file that the target still loads through its legacy loader.
+        Why: a note: releases from 0.28.0 on refuse such files (E311); `stages:` works with every
+            release.
+        Fails:
+            # options: --target-version 0.22.0
+            stage_args:
+              - stage_id: 0
+        Passes:
+            # options: --target-version 0.22.0
+            stages:
+              - stage_id: 0
+    I313:
+        What it does: notes a key that omni-deploy's vLLM plugin reads and the target vllm-omni does
+            not (token2wav_device_spk, token2wav_allow_tf32).
+        Why: the key acts only where the plugin is installed and allowed (`omni-deploy serve` sees to
+            it); a plain vllm-omni ignores it.
+        Fails:
+            base_config: minicpmo_4_5_turn.yaml
+            connectors:
+              connector_of_shared_memory:
+                extra:
+                  token2wav_device_spk: false
+        Passes:
+            base_config: minicpmo_4_5_turn.yaml
+    I314:
+        What it does: notes that the target version has no code to read here (`main` without a main
+            checkout installed): another version's reads stand in.
+        Why: a note: the keys are checked against the newest release, which may lack keys main reads
+            (or read some main no longer does).
+        Fails:
+            # options: --target-version main
+            base_config: minicpmo_4_5_turn.yaml
+        Passes:
+            # options: --target-version 0.30.0
+            base_config: minicpmo_4_5_turn.yaml
+    """
     walker = _KeyWalker(ctx)
     root = ctx.deployment.config
     if not walker.reads.exact:

@@ -20,6 +20,7 @@ from omni_deploy.config.stage_schema import RESERVED_STAGE_KEYS
 from omni_deploy.validate.check_pipeline import target_pipeline, target_stages
 from omni_deploy.validate.context import Context
 from omni_deploy.validate.findings import Finding, at
+from omni_deploy.validate.rules import emits
 
 _LLM = ("llm_ar", "llm_generation")
 
@@ -38,7 +39,27 @@ def _checked(stage: Map, legacy: set[str]) -> dict[str, tuple[Origin, Map | None
     return out
 
 
+@emits(codes.E315)
 def check_stage_owners(ctx: Context) -> list[Finding]:
+    """Stage keys the target's typed config has no structured owner for.
+
+    E315:
+        What it does: for a target whose start-up builds a typed config (0.30.0), checks every key of
+            each LLM stage (after the platform section) against the fields that config owns for the
+            stage's execution type, from the release's own code.
+        Why: that release refuses to start on a stage key no structured config owns ("explicit engine
+            argument(s) with no structured config owner"), minutes into a launch.
+        Fails:
+            base_config: minicpmo_4_5_turn.yaml
+            stages:
+              - stage_id: 1
+                enable_lora: true
+        Passes:
+            base_config: minicpmo_4_5_turn.yaml
+            stages:
+              - stage_id: 1
+                max_num_seqs: 8
+    """
     owners = ctx.target_reads.owners()
     stages = target_stages(ctx)
     if owners is None or stages is None:

@@ -18,6 +18,7 @@ from omni_deploy.config.nodes import Scalar
 from omni_deploy.knowledge.pipelines import infer_registered
 from omni_deploy.validate.context import Context
 from omni_deploy.validate.findings import Finding, at
+from omni_deploy.validate.rules import emits
 
 
 def target_pipeline(ctx: Context) -> tuple[str | None, dict[str, Any] | None]:
@@ -38,7 +39,24 @@ def target_stages(ctx: Context) -> dict[int, str] | None:
     return {int(k): str(v) for k, v in stages.items()} if isinstance(stages, dict) else None
 
 
+@emits(codes.E316)
 def check_pipeline_release(ctx: Context) -> list[Finding]:
+    """The file's pipeline against the target release's pipeline registry.
+
+    E316:
+        What it does: reports a pipeline (named, or implied by the file) that the target vllm-omni's
+            registry does not have, naming the releases that do.
+        Why: the release looks the pipeline up at start-up and stops with a KeyError.
+        Fails:
+            # options: --target-version 0.20.0
+            pipeline: minicpmo_4_5
+            stages:
+              - stage_id: 0
+                max_num_seqs: 4
+        Passes:
+            # options: --target-version 0.30.0
+            base_config: minicpmo_4_5_turn.yaml
+    """
     name, entry = target_pipeline(ctx)
     reads = ctx.target_reads
     where = reads.fact("pipeline_unregistered")
@@ -61,7 +79,33 @@ def _releases_with(name: str) -> list[tuple[str, dict[str, Any]]]:
     return [(v, e["pipelines"][name]) for v, e in facts_data()["versions"].items() if name in e["pipelines"]]
 
 
+@emits(codes.E317)
 def check_async_chunk(ctx: Context) -> list[Finding]:
+    """async_chunk against what the target's pipeline can stream between its stages.
+
+    E317:
+        What it does: reports async_chunk true (set, or by default) for a pipeline of several stages
+            none of which has an async-chunk producer in the target release.
+        Why: that release refuses async_chunk for such a pipeline at start-up.
+        Fails:
+            # options: --target-version 0.24.0
+            pipeline: minicpmo_4_5
+            async_chunk: true
+            stages:
+              - stage_id: 0
+                max_num_seqs: 4
+              - stage_id: 1
+                max_num_seqs: 4
+        Passes:
+            # options: --target-version 0.24.0
+            pipeline: minicpmo_4_5
+            async_chunk: false
+            stages:
+              - stage_id: 0
+                max_num_seqs: 4
+              - stage_id: 1
+                max_num_seqs: 4
+    """
     name, entry = target_pipeline(ctx)
     where = ctx.target_reads.fact("async_chunk_refusal")
     if entry is None or where is None or "stages" not in entry or entry.get("async_chunk_producer"):

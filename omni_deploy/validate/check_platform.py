@@ -7,9 +7,47 @@ from omni_deploy.config.nodes import Map, child_path
 from omni_deploy.knowledge.keys import CUDA_ONLY_CODE2WAV, NPU_GRAPH_KEYS
 from omni_deploy.validate.context import Context
 from omni_deploy.validate.findings import Finding, at
+from omni_deploy.validate.rules import emits
 
 
+@emits(codes.I371, codes.W372)
 def check_platform_rules(ctx: Context) -> list[Finding]:
+    """Platform rules: CUDA-only Code2Wav switches elsewhere, NPU graph keys in the wrong place.
+
+    I371:
+        What it does: notes a CUDA-only Code2Wav switch (token2wav_device_spk, token2wav_allow_tf32,
+            token2wav_trt) in a file checked for another platform too.
+        Why: a note: off CUDA, CAM++ runs with ONNX Runtime on the CPU whatever the switch says, so the
+            switch has no effect there.
+        Fails:
+            base_config: minicpmo_4_5_turn.yaml
+            connectors:
+              connector_of_shared_memory:
+                extra:
+                  token2wav_device_spk: false
+        Passes:
+            base_config: minicpmo_4_5_turn.yaml
+    W372:
+        What it does: reports an NPU graph switch (code2wav_enable_npu_graph, code2wav_max_npu_graphs)
+            in a connector's extra.
+        Why: vllm-omni reads them from stage 2's additional_config on NPU; in a connector they are
+            never read, and Code2Wav runs without graphs.
+        Fails:
+            base_config: minicpmo_4_5_turn.yaml
+            connectors:
+              connector_of_shared_memory:
+                extra:
+                  code2wav_enable_npu_graph: true
+        Passes:
+            base_config: minicpmo_4_5_turn.yaml
+            platforms:
+              npu:
+                stages:
+                  - stage_id: 2
+                    additional_config:
+                      code2wav_enable_npu_graph: true
+                      code2wav_max_npu_graphs: 32
+    """
     findings = []
     found = ctx.deployment.code2wav_connector()
     extra = ctx.deployment.code2wav_extra()
@@ -52,6 +90,7 @@ def check_platform_rules(ctx: Context) -> list[Finding]:
     return findings
 
 
+@emits(codes.W318, codes.E373)
 def check_platform_readers(ctx: Context) -> list[Finding]:
     """Code2Wav options a platform's own Code2Wav refuses (E373), and platform stage entries whose
     `runtime:` is not read (W318).
@@ -60,6 +99,48 @@ def check_platform_readers(ctx: Context) -> list[Finding]:
     code2wav_bfloat16_attention_cache is true. A platform stage entry without engine_args is flat
     (config/stage_config.py `_extract_platform_overrides`): its `runtime:` becomes one more engine
     key, not devices/num_replicas/env; a release whose typed config refuses it says so as E315.
+
+    W318:
+        What it does: for a release that reads platform stage entries flat, reports an entry with
+            `runtime:` and no `engine_args:`.
+        Why: such an entry's runtime is passed on as one more engine key, so the devices, replicas
+            and environment it sets are never applied on that platform.
+        Fails:
+            # options: --target-version 0.28.0
+            base_config: minicpmo_4_5_turn.yaml
+            platforms:
+              cuda:
+                stages:
+                  - stage_id: 1
+                    runtime:
+                      devices: "0"
+        Passes:
+            # options: --target-version 0.28.0
+            base_config: minicpmo_4_5_turn.yaml
+            platforms:
+              cuda:
+                stages:
+                  - stage_id: 1
+                    devices: "0"
+    E373:
+        What it does: reports code2wav_bfloat16_attention_cache: true in a file checked for npu, where
+            the target's NPU Code2Wav refuses it.
+        Why: on CUDA it is a valid option; on NPU the Code2Wav stage raises when it builds, and the
+            server does not start.
+        Fails:
+            # options: --platform npu
+            base_config: minicpmo_4_5_turn.yaml
+            connectors:
+              connector_of_shared_memory:
+                extra:
+                  code2wav_bfloat16_attention_cache: true
+        Passes:
+            # options: --platform npu
+            base_config: minicpmo_4_5_turn.yaml
+            connectors:
+              connector_of_shared_memory:
+                extra:
+                  code2wav_bfloat16_attention_cache: false
     """
     from omni_deploy.config.nodes import Scalar
 

@@ -15,6 +15,7 @@ from omni_deploy.server_check.locate import places
 from omni_deploy.server_check.run import AUTO, OFF, ON, FileVerdict, Job, Refusal, ServerRun, check
 from omni_deploy.validate.context import Context, Options
 from omni_deploy.validate.findings import Finding, at
+from omni_deploy.validate.rules import emits
 
 _HINT = "found by running vllm-omni's own start-up config code (the server check)"
 
@@ -81,7 +82,56 @@ def verdict_findings(verdict: FileVerdict, deployment: Deployment, version: str)
     return out
 
 
+@emits(codes.E395, codes.E396, codes.E397)
 def check_server(ctx: Context) -> list[Finding]:
+    """The server check's verdict on this file as findings (validate --server-check).
+
+    E395:
+        What it does: runs vllm-omni's own start-up config code (load, pipeline, typed config with the
+            platform applied, connector set-up) on the file in a child process of the serving
+            environment's interpreter (no GPU, no weights) and reports each refusal at the key its
+            message names.
+        Why: the real code is the last word on what it accepts; a static model can lag behind a
+            release, the child cannot.
+        Fails:
+            # not run: needs vllm-omni installed for the interpreter the server runs with
+            # options: --server-check on
+            base_config: minicpmo_4_5_turn.yaml
+            stages:
+              - stage_id: 1
+                enable_lora: true
+        Passes:
+            # not run: needs vllm-omni installed for the interpreter the server runs with
+            # options: --server-check on
+            base_config: minicpmo_4_5_turn.yaml
+    E396:
+        What it does: reports a connector set-up failure that vllm-omni's start-up catches and only
+            logs (such as a wired connector without a name).
+        Why: the server then starts with no connector configuration at all, and stages that need one
+            fail on the first request.
+        Fails:
+            # not run: needs vllm-omni installed for the interpreter the server runs with
+            # options: --server-check on
+            base_config: minicpmo_4_5_turn.yaml
+            connectors:
+              connector_of_shared_memory:
+                name: null
+        Passes:
+            # not run: needs vllm-omni installed for the interpreter the server runs with
+            # options: --server-check on
+            base_config: minicpmo_4_5_turn.yaml
+    E397:
+        What it does: with --server-check on, reports a file the server check could not run on or
+            could not decide (no vllm-omni for the interpreter, stdin, an import its pipeline needs).
+        Why: "on" asks for the real code's verdict; without it the file is not known to start.
+        Fails:
+            # not run: the serving interpreter must lack vllm-omni, or what the pipeline imports
+            # options: --server-check on
+            base_config: minicpmo_4_5_turn.yaml
+        Passes:
+            # options: --server-check auto
+            base_config: minicpmo_4_5_turn.yaml
+    """
     run = ctx.server
     if run is None:
         return []

@@ -11,6 +11,7 @@ from omni_deploy.config.nodes import Map, Origin, Scalar, Seq, child_path
 from omni_deploy.knowledge.keys import CODE2WAV
 from omni_deploy.validate.context import Context
 from omni_deploy.validate.findings import Finding, at
+from omni_deploy.validate.rules import emits
 
 _WIRE = {
     "input_connectors": re.compile(r"^from_stage_(\d+)$"),
@@ -55,7 +56,54 @@ def _topology(ctx: Context) -> dict[int, str] | None:
     return {sid: (known or {}).get(sid, kind) for sid, kind in stages.items()}
 
 
+@emits(codes.E320, codes.E321, codes.W322)
 def check_stage_ids(ctx: Context) -> list[Finding]:
+    """Stage ids in every stage list of every file of the chain (and of each platform section).
+
+    E320:
+        What it does: reports a stage_id that appears twice in one stage list.
+        Why: vllm-omni merges entries by stage_id and keeps the later one, so the first entry's
+            settings are lost without a word.
+        Fails:
+            base_config: minicpmo_4_5_turn.yaml
+            stages:
+              - stage_id: 2
+                max_num_seqs: 4
+              - stage_id: 2
+                max_num_seqs: 8
+        Passes:
+            base_config: minicpmo_4_5_turn.yaml
+            stages:
+              - stage_id: 2
+                max_num_seqs: 8
+    E321:
+        What it does: requires every stage entry's stage_id to be a non-negative integer.
+        Why: vllm-omni matches stages, connectors (from_stage_N) and platform entries by this number;
+            any other value matches nothing.
+        Fails:
+            base_config: minicpmo_4_5_turn.yaml
+            stages:
+              - stage_id: one
+        Passes:
+            base_config: minicpmo_4_5_turn.yaml
+            stages:
+              - stage_id: 1
+    W322:
+        What it does: reports a stage id the target's pipeline does not have (MiniCPM-o 4.5 in
+            0.30.0: Thinker 0, Talker 1, Code2Wav 2), from the release's own registry.
+        Why: vllm-omni skips a stage the pipeline does not define, so its settings configure
+            nothing; most often the id is a typo or the pipeline has other stages in this release.
+        Fails:
+            base_config: minicpmo_4_5_turn.yaml
+            stages:
+              - stage_id: 3
+                max_num_seqs: 4
+        Passes:
+            base_config: minicpmo_4_5_turn.yaml
+            stages:
+              - stage_id: 2
+                max_num_seqs: 4
+    """
     findings: list[Finding] = []
     topology = _topology(ctx)
     for path, stages in _stage_lists(ctx):
@@ -114,7 +162,30 @@ def check_stage_ids(ctx: Context) -> list[Finding]:
     return findings
 
 
+@emits(codes.W323)
 def check_platform_entries(ctx: Context) -> list[Finding]:
+    """Platform sections' stage entries against the stages the file has.
+
+    W323:
+        What it does: reports a platform section's stage entry whose stage_id no stage of the merged
+            file has.
+        Why: vllm-omni applies a platform entry to the stage of the same id and skips the others
+            silently: the setting never reaches a stage.
+        Fails:
+            base_config: minicpmo_4_5_turn.yaml
+            platforms:
+              cuda:
+                stages:
+                  - stage_id: 7
+                    max_num_seqs: 2
+        Passes:
+            base_config: minicpmo_4_5_turn.yaml
+            platforms:
+              cuda:
+                stages:
+                  - stage_id: 2
+                    max_num_seqs: 2
+    """
     existing = {_stage_id(s) for s in ctx.deployment.stages()}
     findings = []
     platforms = ctx.deployment.platform_sections()
@@ -170,7 +241,124 @@ def _nameless(
         )
 
 
+@emits(codes.E330, codes.E331, codes.W332, codes.W333, codes.E334)
 def check_connectors(ctx: Context) -> list[Finding]:
+    """Connector wiring: stage input_connectors / output_connectors against the connectors defined,
+    and Code2Wav options placed in a connector that Code2Wav does not read.
+
+    E330:
+        What it does: reports a stage's input or output connector whose name is not defined under
+            `connectors` (with "did you mean" for a near name).
+        Why: vllm-omni resolves the name only when it builds the connectors at server start, and
+            stops there.
+        Fails:
+            base_config: minicpmo_4_5_turn.yaml
+            stages:
+              - stage_id: 1
+                output_connectors:
+                  to_stage_2: connector_of_shared_mem
+        Passes:
+            base_config: minicpmo_4_5_turn.yaml
+            stages:
+              - stage_id: 1
+                output_connectors:
+                  to_stage_2: connector_of_shared_memory
+    E331:
+        What it does: reports a from_stage_N / to_stage_N wiring whose stage N does not exist.
+        Why: the edge joins the stage to nothing: vllm-omni builds a connector no stage reads or
+            writes, and the data meant for it goes elsewhere.
+        Fails:
+            base_config: minicpmo_4_5_turn.yaml
+            stages:
+              - stage_id: 1
+                output_connectors:
+                  to_stage_3: connector_of_shared_memory
+        Passes:
+            base_config: minicpmo_4_5_turn.yaml
+            stages:
+              - stage_id: 1
+                output_connectors:
+                  to_stage_2: connector_of_shared_memory
+    W332:
+        What it does: reports a MiniCPM-o Code2Wav option in the extra of a connector other than the
+            one stage 2 receives from stage 1.
+        Why: Code2Wav reads its options from that one connector's extra only; elsewhere they are never
+            read, and the stage runs with its defaults.
+        Fails:
+            base_config: minicpmo_4_5_turn.yaml
+            connectors:
+              thinker_to_talker:
+                name: SharedMemoryConnector
+                extra:
+                  cfm_max_graphs: 16
+            stages:
+              - stage_id: 0
+                output_connectors:
+                  to_stage_1: thinker_to_talker
+        Passes:
+            base_config: minicpmo_4_5_turn.yaml
+            connectors:
+              connector_of_shared_memory:
+                extra:
+                  cfm_max_graphs: 16
+    W333:
+        What it does: reports a wiring key not of the form from_stage_N (input_connectors) or
+            to_stage_N (output_connectors).
+        Why: vllm-omni wires only keys of that form; any other key is ignored, and the edge falls back
+            to the automatic connector.
+        Fails:
+            base_config: minicpmo_4_5_turn.yaml
+            stages:
+              - stage_id: 1
+                output_connectors:
+                  to_code2wav: connector_of_shared_memory
+        Passes:
+            base_config: minicpmo_4_5_turn.yaml
+            stages:
+              - stage_id: 1
+                output_connectors:
+                  to_stage_2: connector_of_shared_memory
+    E334:
+        What it does: for a target whose connector set-up needs it, reports a wired connector (one a
+            stage names in its input or output connectors) that has no `name`.
+        Why: the set-up raises KeyError('name'), which vllm-omni only logs: the server starts with no
+            connector configuration, and the stages cannot pass data.
+        Fails:
+            pipeline: minicpmo_4_5
+            connectors:
+              shm:
+                extra:
+                  codec_chunk_frames: 25
+            stages:
+              - stage_id: 0
+                devices: "0"
+              - stage_id: 1
+                devices: "0"
+                output_connectors:
+                  to_stage_2: shm
+              - stage_id: 2
+                devices: "0"
+                input_connectors:
+                  from_stage_1: shm
+        Passes:
+            pipeline: minicpmo_4_5
+            connectors:
+              shm:
+                name: SharedMemoryConnector
+                extra:
+                  codec_chunk_frames: 25
+            stages:
+              - stage_id: 0
+                devices: "0"
+              - stage_id: 1
+                devices: "0"
+                output_connectors:
+                  to_stage_2: shm
+              - stage_id: 2
+                devices: "0"
+                input_connectors:
+                  from_stage_1: shm
+    """
     findings: list[Finding] = []
     defined_at, connectors = wired_connectors(ctx)
     names = [str(k) for k in connectors.entries] if connectors else []
@@ -270,7 +458,27 @@ def _misplaced_code2wav(ctx: Context) -> list[Finding]:
     return findings
 
 
+@emits(codes.W340)
 def check_replaced_mappings(ctx: Context) -> list[Finding]:
+    """Merges: mappings an overlay replaced whole instead of merging key by key.
+
+    W340:
+        What it does: reports a mapping in an overlay that replaces the base's mapping whole, naming
+            the base's keys it drops.
+        Why: helm, compose and kustomize users expect a deep merge; vllm-omni merges only a few
+            mappings (sampling parameters, engine_extras) key by key and replaces the others, so the
+            base's other keys silently fall back to their defaults.
+        Fails:
+            base_config: minicpmo_4_5_turn.yaml
+            stages:
+              - stage_id: 0
+                limit_mm_per_prompt: {audio: 8}
+        Passes:
+            base_config: minicpmo_4_5_turn.yaml
+            stages:
+              - stage_id: 0
+                limit_mm_per_prompt: {image: 64, audio: 8, video: 1}
+    """
     findings = []
     for dropped in ctx.deployment.resolved.report.dropped:
         kept = ", ".join(sorted(DEEP_MERGE_KEYS))

@@ -1,4 +1,9 @@
-"""Run every check on one deploy file."""
+"""Run every check on one deploy file.
+
+Each check declares the codes it may report (validate/rules.py); a finding of another code stops
+the run with an internal error (UndeclaredCode), as does a load error whose code the loading step
+(validate/check_load.py) does not declare.
+"""
 
 from __future__ import annotations
 
@@ -17,6 +22,7 @@ from omni_deploy.validate.check_capacity import (
     check_minicpmo_capacity,
 )
 from omni_deploy.validate.check_keys import check_keys
+from omni_deploy.validate.check_load import load_deployment
 from omni_deploy.validate.check_multi_node import check_multi_node
 from omni_deploy.validate.check_owners import check_stage_owners
 from omni_deploy.validate.check_pipeline import check_async_chunk, check_pipeline_release
@@ -30,6 +36,7 @@ from omni_deploy.validate.check_topology import (
 )
 from omni_deploy.validate.context import Context, Options
 from omni_deploy.validate.findings import ERROR, WARNING, Finding
+from omni_deploy.validate.rules import require_declared
 from omni_deploy.validate.schema_check import check_schema
 
 CHECKS: list[Callable[[Context], list[Finding]]] = [
@@ -68,6 +75,8 @@ class FileReport:
 
 
 def _from_error(error: ConfigError, file: str) -> Finding:
+    """A load error as a finding: loading, merging and platform application own these codes."""
+    require_declared(load_deployment, [error.code])
     loc = error.location
     return Finding(
         ERROR,
@@ -93,7 +102,7 @@ def validate_inputs(sources: list[tuple[str, str | None]], options: Options) -> 
     loaded: list[tuple[str | None, Deployment | FileReport]] = []
     for name, text in sources:
         try:
-            loaded.append((text, Deployment.load(name, pipeline=options.pipeline, text=text)))
+            loaded.append((text, load_deployment(name, options, text)))
         except ConfigError as error:
             loaded.append((text, FileReport(name, [_from_error(error, name)])))
     deployments = [d for text, d in loaded if isinstance(d, Deployment) and text is None]
@@ -125,9 +134,12 @@ def validate_deployment(
             report.findings.append(_from_error(error, name))
     for check in CHECKS:
         try:
-            report.findings.extend(check(ctx))
+            found = check(ctx)
         except ConfigError as error:
             report.findings.append(_from_error(error, name))
+            continue
+        require_declared(check, (f.code for f in found))
+        report.findings.extend(found)
     located = blame.keep_to_user_files(
         _superseded(list(dict.fromkeys(report.findings))), deployment.top, name
     )

@@ -10,6 +10,7 @@ from omni_deploy import codes
 from omni_deploy.config.nodes import locate, path_string, to_plain
 from omni_deploy.validate.context import Context
 from omni_deploy.validate.findings import Finding, at
+from omni_deploy.validate.rules import emits
 
 # Reported by the key and stage-id checks, with better messages.
 _LEFT_TO_OTHER_CHECKS = {"additionalProperties", "propertyNames"}
@@ -43,7 +44,28 @@ def _validator(definition: str | None = None) -> Any:
     return strict(schema)
 
 
+@emits(codes.E201)
 def check_schema(ctx: Context) -> list[Finding]:
+    """The JSON Schema of deploy files (from the knowledge table): types and bounds of every known key,
+    platform sections included; the Code2Wav options typed where MiniCPM-o's Code2Wav reads them.
+
+    E201:
+        What it does: validates the merged file against the schema (`omni-deploy schema`) and reports
+            each value of the wrong type or out of its bounds at its file:line:col; NaN and infinity
+            fail every bound.
+        Why: vllm-omni and vLLM take most values as they are: a negative KV budget or a string where a
+            number belongs fails at start-up, or later, far from the line that set it.
+        Fails:
+            base_config: minicpmo_4_5_turn.yaml
+            stages:
+              - stage_id: 1
+                kv_cache_memory_bytes: -1
+        Passes:
+            base_config: minicpmo_4_5_turn.yaml
+            stages:
+              - stage_id: 1
+                kv_cache_memory_bytes: 2147483648
+    """
     findings = _errors(ctx, _validator(), [])
     found = ctx.deployment.code2wav_connector()
     if found is not None:

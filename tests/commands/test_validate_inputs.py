@@ -43,7 +43,7 @@ def test_stdin_filename_names_it_and_resolves_its_base(
                     "--target-version", "0.30.0")  # fmt: skip
     # Named: the base resolves (the Talker KV note comes from it), and the W310s that turn-bench.yaml
     # silences on its lines stay silenced (issue 13: the comments of the text read from stdin count).
-    assert named.code == 0 and "turn-bench.yaml:43:32: info[I362]" in named.out and "W310" not in named.out
+    assert named.code == 0 and "turn-bench.yaml:43:32: info[I364]" in named.out and "W310" not in named.out
     text = re.sub(r"\s*# omni-deploy: ignore\[W310\].*", "", (DEPLOY / "turn-bench.yaml").read_text())
     _stdin(monkeypatch, text)
     unsilenced = run_cli(capsys, "validate", "-", "--stdin-filename", str(DEPLOY / "turn-bench.yaml"),
