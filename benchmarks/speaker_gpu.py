@@ -136,7 +136,7 @@ def waveform_graph_check(encoder: Any) -> dict[str, float]:
     }
 
 
-def main() -> int:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--onnx", help="campplus.onnx to use (default: build a stand-in)")
     parser.add_argument("--device", default="cuda")
@@ -155,36 +155,11 @@ def main() -> int:
         "--public-only", action="store_true", help="only the public-call figures (quick check)"
     )
     parser.add_argument("--record", help="write the full results here as JSON")
-    args = parser.parse_args()
+    return parser
 
-    record: dict = {
-        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-        "device": torch.cuda.get_device_name(0) if torch.cuda.is_available() else "cpu",
-        "torch": torch.__version__,
-        "triton": triton_version(),
-        "python": platform.python_version(),
-        "command": " ".join(sys.argv),
-    }
 
-    def save() -> None:
-        """Written after each phase, so that a run cut short still leaves what it measured."""
-        if args.record:
-            Path(args.record).parent.mkdir(parents=True, exist_ok=True)
-            Path(args.record).write_text(json.dumps(record, indent=2))
-
-    onnx_path = args.onnx
-    if onnx_path is None:
-        onnx_path = str(Path(tempfile.mkdtemp()) / "campplus-standin.onnx")
-        record["graph"] = export_standin(Path(onnx_path)).__dict__
-        record["weights"] = STANDIN_NOTE
-    print(f"model: {onnx_path} ({record.get('weights', 'given file')})", flush=True)
-
-    if args.public_only:
-        record["public_calls"] = public_calls(get_encoder(onnx_path, device=args.device), args.repeats)
-        save()
-        return 0
-
-    # Parity: synthetic references of 1-6 s plus the segment-boundary lengths.
+def _parity(record: dict, onnx_path: str, args: argparse.Namespace) -> None:
+    """Synthetic references of 1-6 s plus the segment-boundary lengths, ours against ONNX Runtime."""
     refs = synthetic(args.parity_refs, seed=3)
     for frames in (40, 199, 200, 201, 398, 400, 402, 598):
         samples = 400 + 160 * (frames - 1)
@@ -202,31 +177,23 @@ def main() -> int:
                 f"max |diff| {s['max_abs_diff']:.3e}, {s['cases']} cases"
             )
 
-    save()
 
-    # The callable contract vllm-omni uses: [T, 80] CPU features in, [1, 192] on the device out.
+def _contract(record: dict, onnx_path: str, args: argparse.Namespace) -> None:
+    """The callable contract vllm-omni uses: [T, 80] CPU features in, [1, 192] on the device out."""
     encoder = get_encoder(onnx_path, device=args.device, allow_tf32=True)
     feat = features_of([synthetic_one(6.0, seed=11)])[0]
     out = encoder(feat)
     assert tuple(out.shape) == (1, 192) and out.device.type == torch.device(args.device).type
     if encoder.device.type == "cuda":
         record["public_calls"] = public_calls(encoder, args.repeats)
-
-    if encoder.device.type == "cuda":
         record["kernels_per_forward"] = kernel_count(encoder, feat)
         print(f"kernels in one forward of a 6 s reference: {record['kernels_per_forward']}")
     record["waveform_graphs"] = waveform_graph_check(encoder)
     print(f"waveform graphs vs fbank then features: {record['waveform_graphs']}")
 
-    save()
 
-    seconds = tuple(float(x) for x in args.seconds.split(","))
-    batches = tuple(int(x) for x in args.batches.split(","))
-    rows = run_bench(onnx_path, device=args.device, seconds=seconds, batches=batches, repeats=args.repeats)
-    record["bench"] = as_json(rows)
-    print(format_table(rows))
-    save()
-    # The same encoder with the torch dense layers instead of the Triton kernels, for comparison.
+def _torch_kernels(record: dict, onnx_path: str, args: argparse.Namespace) -> None:
+    """The same encoder with the torch dense layers instead of the Triton kernels, for comparison."""
     torch_encoder = get_encoder(onnx_path, device=args.device, backend="torch")
     dev = torch.device(args.device)
     record["torch_kernels"] = {}
@@ -235,27 +202,28 @@ def main() -> int:
         med = statistics.median(measure(lambda f=feats_: torch_encoder.embed_features(f), dev, args.repeats))
         record["torch_kernels"][label] = med
         print(f"ours with torch dense layers, {label}: {med:.3f} ms median per call")
-    lookup = {(r.case, r.backend): r for r in rows}
-    save()
-    if args.compile_batches:
-        peer_record = (
-            Path(args.record).with_suffix(".compile-peer.json")
-            if args.record
-            else Path(tempfile.mkdtemp()) / "compile-peer.json"
-        )
-        record["compile_peer"] = compile_peer(
-            onnx_path, args.compile_mode, args.compile_timeout, args.compile_batches, peer_record
-        )
-        print(f"compile peer: {record['compile_peer']['status']}")
-        for row in record["compile_peer"]["rows"]:
-            print(
-                f"  B={row['batch']}: peer {row['peer_replay_ms']:.3f} ms replayed (compiled in "
-                f"{row['compile_s']:.0f} s, {row['mode']}); ours {row['ours_replay_ms']:.3f} ms replayed, "
-                f"{row['ours_public_ms']:.3f} ms public; {row['ratio_public']:.2f}x"
-            )
-    record["lookup_note"] = (
-        "targets judge the public calls of the encoder, with the kernels named in 'kernels'"
+
+
+def _compile_peer(record: dict, onnx_path: str, args: argparse.Namespace) -> None:
+    peer_record = (
+        Path(args.record).with_suffix(".compile-peer.json")
+        if args.record
+        else Path(tempfile.mkdtemp()) / "compile-peer.json"
     )
+    record["compile_peer"] = compile_peer(
+        onnx_path, args.compile_mode, args.compile_timeout, args.compile_batches, peer_record
+    )
+    print(f"compile peer: {record['compile_peer']['status']}")
+    for row in record["compile_peer"]["rows"]:
+        print(
+            f"  B={row['batch']}: peer {row['peer_replay_ms']:.3f} ms replayed (compiled in "
+            f"{row['compile_s']:.0f} s, {row['mode']}); ours {row['ours_replay_ms']:.3f} ms replayed, "
+            f"{row['ours_public_ms']:.3f} ms public; {row['ratio_public']:.2f}x"
+        )
+
+
+def _verdicts(record: dict, lookup: dict) -> dict:
+    """Each target of docs/benchmarks.md, met or missed, from the public calls and the peer."""
     verdicts = {}
     for label, (case, limit) in TARGETS.items():
         if case in record.get("public_calls", {}):
@@ -277,7 +245,54 @@ def main() -> int:
             "limit": 50.0,
             "met": ratio >= 50.0,
         }
-    record["targets"] = verdicts
+    return verdicts
+
+
+def main() -> int:
+    args = _parser().parse_args()
+    record: dict = {
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "device": torch.cuda.get_device_name(0) if torch.cuda.is_available() else "cpu",
+        "torch": torch.__version__,
+        "triton": triton_version(),
+        "python": platform.python_version(),
+        "command": " ".join(sys.argv),
+    }
+
+    def save() -> None:
+        """Written after each phase, so that a run cut short still leaves what it measured."""
+        if args.record:
+            Path(args.record).parent.mkdir(parents=True, exist_ok=True)
+            Path(args.record).write_text(json.dumps(record, indent=2))
+
+    onnx_path = args.onnx
+    if onnx_path is None:
+        onnx_path = str(Path(tempfile.mkdtemp()) / "campplus-standin.onnx")
+        record["graph"] = export_standin(Path(onnx_path)).__dict__
+        record["weights"] = STANDIN_NOTE
+    print(f"model: {onnx_path} ({record.get('weights', 'given file')})", flush=True)
+    if args.public_only:
+        record["public_calls"] = public_calls(get_encoder(onnx_path, device=args.device), args.repeats)
+        save()
+        return 0
+    _parity(record, onnx_path, args)
+    save()
+    _contract(record, onnx_path, args)
+    save()
+    seconds = tuple(float(x) for x in args.seconds.split(","))
+    batches = tuple(int(x) for x in args.batches.split(","))
+    rows = run_bench(onnx_path, device=args.device, seconds=seconds, batches=batches, repeats=args.repeats)
+    record["bench"] = as_json(rows)
+    print(format_table(rows))
+    save()
+    _torch_kernels(record, onnx_path, args)
+    save()
+    if args.compile_batches:
+        _compile_peer(record, onnx_path, args)
+    record["lookup_note"] = (
+        "targets judge the public calls of the encoder, with the kernels named in 'kernels'"
+    )
+    record["targets"] = verdicts = _verdicts(record, {(r.case, r.backend): r for r in rows})
     for label, v in verdicts.items():
         print(f"{'MET ' if v['met'] else 'MISS'} {label}: {v['value']:.3f}")
     save()

@@ -14,11 +14,6 @@ if TYPE_CHECKING:
     from omni_deploy.deployment import Deployment
     from omni_deploy.inputs import Input
 
-FILE_HELP = (
-    "FILE: a deploy file (a bare name is also looked up in the bundled deploy/ folders), '-' for "
-    "stdin, a directory (its deploy files) or a quoted glob."
-)
-
 
 def file_argument(name: str = "file", *, many: bool = False) -> Callable[[Any], Any]:
     """FILE (or FILE...), completed as a path by the shell."""

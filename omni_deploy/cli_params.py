@@ -13,6 +13,7 @@ from typing import Any
 import click
 
 from omni_deploy.config.stage_schema import PLATFORMS
+from omni_deploy.speaker_rules import BACKENDS, Backend
 
 SPECIAL_PLATFORMS = {
     "all": "every platform",
@@ -146,3 +147,13 @@ def output_option(formats: tuple[str, ...], help: str) -> Any:
         show_default=True,
         help=help,
     )
+
+
+def backend_choice(name: str) -> Backend | None:
+    """A --spk-backend value: "auto" -> None (what the deploy file says), else the backend named."""
+    for backend in BACKENDS:
+        if backend == name:
+            return backend
+    if name == "auto":
+        return None
+    raise ValueError(f"unknown speaker backend {name!r}; one of auto, {', '.join(BACKENDS)}")

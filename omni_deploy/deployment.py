@@ -37,7 +37,8 @@ Neighbours of this module, also from issue 11:
 - finding codes: `omni_deploy/codes.py` (one line per code); each check declares the codes it
   reports (`@emits`, `validate/rules.py`) and documents them in its docstring (`omni-deploy rule`),
 - exit codes: `omni_deploy/cli.py` (`EXIT_*`, one map from error type to exit code),
-- vocabulary: backend names in `omni_deploy/integration_env.py` (`Backend`, `BACKENDS`),
+- vocabulary: backend names, speaker keys and environment variables in `omni_deploy/speaker_rules.py`
+  (`Backend`, `BACKENDS`, `ENV_*`), shared defaults (model, port, timeouts) in `omni_deploy/defaults.py`,
   `knowledge/versions.py` (`RELEASED`, `default_target_version`), `host.py` (`detect_platform`),
   finding paths in `omni_deploy/jsonpath.py`.
 """

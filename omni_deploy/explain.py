@@ -15,13 +15,12 @@ from omni_deploy.config.stage_schema import PLATFORMS
 from omni_deploy.config.yaml_loader import display_path
 from omni_deploy.deployment import Deployment
 from omni_deploy.host import HostCaps
-from omni_deploy.integration_env import Backend
 from omni_deploy.knowledge.versions import RELEASED
 from omni_deploy.launch.options import LaunchOptions
 from omni_deploy.launch.spec import launch_spec
 from omni_deploy.resolve.overview import overview
 from omni_deploy.resolve.speaker import SpeakerDecision
-from omni_deploy.speaker_rules import KEY_DEVICE_SPK, PLUGIN_NAME, PLUGINS_ALLOWLIST_ENV
+from omni_deploy.speaker_rules import KEY_DEVICE_SPK, PLUGIN_NAME, PLUGINS_ALLOWLIST_ENV, Backend
 
 
 @dataclass

@@ -17,8 +17,16 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from omni_deploy.bundled import installed_version, installed_vllm_omni_dir
-from omni_deploy.knowledge.versions import MAIN, major_minor
-from omni_deploy.speaker_rules import PLUGIN_GROUP, PLUGIN_NAME, PLUGINS_ALLOWLIST_ENV, allowlist_drops_plugin
+from omni_deploy.knowledge.versions import major_minor
+from omni_deploy.speaker_rules import (
+    CODE2WAV_MODULE,
+    KEY_DEVICE_SPK,
+    PLUGIN_GROUP,
+    PLUGIN_NAME,
+    PLUGINS_ALLOWLIST_ENV,
+    allowlist_drops_plugin,
+    reads_device_spk,
+)
 
 
 @dataclass
@@ -71,7 +79,7 @@ def assumed_host(target_version: str) -> HostCaps:
 
     # Only code says a version reads the key: a release's committed reads, or an installed
     # unreleased vllm-omni's source. `main` without a main checkout installed claims nothing.
-    reads = for_host(target_version).reads("code2wav", "token2wav_device_spk") is not None
+    reads = for_host(target_version).reads("code2wav", KEY_DEVICE_SPK) is not None
     return HostCaps(probed=False, vllm_omni=target_version, vllm_omni_reads_device_spk=reads)
 
 
@@ -83,14 +91,16 @@ def _importable(name: str) -> bool:
 
 
 def vllm_omni_reads_device_spk() -> bool:
-    """Whether the installed vllm-omni's own code reads token2wav_device_spk (its source, by AST)."""
-    from omni_deploy.knowledge.target import installed_reads
-
+    """Whether the installed vllm-omni's Code2Wav reads token2wav_device_spk itself: its file, read
+    (not imported) by the rule the plugin applies to the imported module."""
     root = installed_vllm_omni_dir()
     if root is None:
         return False
-    version = installed_version("vllm-omni") or MAIN
-    return installed_reads(version, root.parent).reads("code2wav", "token2wav_device_spk") is not None
+    path = root.parent.joinpath(*CODE2WAV_MODULE.split(".")).with_suffix(".py")
+    try:
+        return reads_device_spk(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError):
+        return False
 
 
 def plugin_registered() -> bool:

@@ -25,9 +25,9 @@ GROUPS: list[tuple[int, tuple[str, ...]]] = [
     (4, ("knowledge",)),
     (3, ("config",)),
     (2, ("integrations",)),
-    (1, ("errors", "bundled", "redact", "integration_env", "install_hint", "output", "jsonpath")),
+    (1, ("errors", "bundled", "redact", "install_hint", "output", "jsonpath")),
     (1, ("speaker",)),
-    (0, ("codes", "speaker_rules")),
+    (0, ("codes", "speaker_rules", "defaults")),
 ]  # fmt: skip
 LAYERS = {part: layer for layer, parts in GROUPS for part in parts}
 GROUP_OF = {part: parts for _, parts in GROUPS for part in parts}

@@ -12,6 +12,8 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from omni_deploy import defaults
+
 SYSTEM_PROMPT = "Please read the following text out loud in English."
 PERCENTILE_METRICS = "audio_ttfp,audio_rtf,audio_duration,e2el"
 BENCH_ENV = {
@@ -27,7 +29,7 @@ class SweepOptions:
     base_url: str
     model: str
     dataset_path: Path
-    tokenizer: str = "openbmb/MiniCPM-o-4_5"
+    tokenizer: str = defaults.MODEL
     concurrency: tuple[int, ...] = (1, 4, 8, 16, 32)
     prompts: int = 64
     rounds: int = 2

@@ -8,6 +8,8 @@ from typing import Any
 
 import click
 
+from omni_deploy import defaults
+from omni_deploy.bench.protocol import SweepOptions
 from omni_deploy.cli_params import output_option
 from omni_deploy.install_hint import install_hint
 
@@ -33,7 +35,7 @@ _SWEEP_OPTIONS = [
     ),
     click.option(
         "--tokenizer",
-        default="openbmb/MiniCPM-o-4_5",
+        default=SweepOptions.tokenizer,
         show_default=True,
         help="Tokenizer vllm bench serve counts tokens with.",
     ),
@@ -90,7 +92,7 @@ _SWEEP_OPTIONS = [
     click.option(
         "--ready-timeout",
         type=click.FloatRange(min=0),
-        default=1800,
+        default=defaults.READY_TIMEOUT_S,
         show_default=True,
         help="Seconds to wait for the server's /health before the first round.",
     ),
@@ -137,7 +139,7 @@ def bench() -> None:
 
 
 @bench.command("run")
-@click.option("--base-url", required=True, help="Server URL, e.g. http://127.0.0.1:8091.")
+@click.option("--base-url", required=True, help=f"Server URL, e.g. http://127.0.0.1:{defaults.PORT}.")
 @click.option(
     "--order",
     type=click.Choice(("forward", "reverse")),
@@ -180,8 +182,6 @@ def run(base_url: str, order: str, **kw: Any) -> int:
 @output_option(("text", "json", "markdown"), help="text (a table), json, or markdown (for a pull request).")
 def report(directory: Path, baseline: Path | None, plot_path: Path | None, fmt: str) -> int:
     """Summarise saved result files: audio throughput, TTFA p50/p95, RTF, req/s, per concurrency."""
-    import importlib.util
-
     from omni_deploy.bench.report import (
         aggregate,
         as_json,
@@ -194,12 +194,7 @@ def report(directory: Path, baseline: Path | None, plot_path: Path | None, fmt: 
     from omni_deploy.bench.results import read_dir
 
     if plot_path is not None:  # refused before any work, so a bad --plot never costs a report
-        if plot_path.suffix not in (".png", ".svg"):
-            raise click.BadParameter("use a .png or .svg file", param_hint="--plot")
-        if plot_path.exists():
-            raise click.ClickException(f"{plot_path} exists; not overwritten")
-        if importlib.util.find_spec("matplotlib") is None:
-            raise click.ClickException(f"plots need matplotlib: {install_hint('plot')}")
+        _check_plot_path(plot_path)
     name, base_name = source_names(directory, baseline)
     found = read_dir(directory)  # ResultError (no such directory, too many files): exit 1 via cli
     base = read_dir(baseline) if baseline else None
@@ -229,19 +224,28 @@ def report(directory: Path, baseline: Path | None, plot_path: Path | None, fmt: 
     return 1 if any(r.flagged for r in rows + base_rows) else 0
 
 
+def _check_plot_path(plot_path: Path) -> None:
+    import importlib.util
+
+    if plot_path.suffix not in (".png", ".svg"):
+        raise click.BadParameter("use a .png or .svg file", param_hint="--plot")
+    if plot_path.exists():
+        raise click.ClickException(f"{plot_path} exists; not overwritten")
+    if importlib.util.find_spec("matplotlib") is None:
+        raise click.ClickException(f"plots need matplotlib: {install_hint('plot')}")
+
+
 @bench.command("ab")
 @click.argument("file")
 @click.option(
     "--a", "a_pairs", multiple=True, required=True, metavar="KEY=VALUE", help="serve options of A (baseline)."
 )
 @click.option("--b", "b_pairs", multiple=True, required=True, metavar="KEY=VALUE", help="serve options of B.")
-@click.option(
-    "--model-path", "model_path", default="openbmb/MiniCPM-o-4_5", show_default=True, help="Model to serve."
-)
+@click.option("--model-path", "model_path", default=defaults.MODEL, show_default=True, help="Model to serve.")
 @click.option(
     "--port",
     type=click.IntRange(1, 65535),
-    default=8091,
+    default=defaults.PORT,
     show_default=True,
     help="Port the A and B servers listen on (one at a time).",
 )

@@ -7,9 +7,15 @@ import os
 import click
 
 from omni_deploy.cli_inputs import file_argument, stdin_filename_option
-from omni_deploy.cli_params import PipelineType, PlatformType, TargetVersionType, output_option
-from omni_deploy.integration_env import BACKENDS, backend_choice
+from omni_deploy.cli_params import (
+    PipelineType,
+    PlatformType,
+    TargetVersionType,
+    backend_choice,
+    output_option,
+)
 from omni_deploy.knowledge.versions import RELEASED
+from omni_deploy.speaker_rules import BACKENDS
 
 
 @click.command()

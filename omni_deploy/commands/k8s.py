@@ -8,16 +8,10 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from omni_deploy.cli_params import PlatformType, TargetVersionType, output_option
-from omni_deploy.k8s.options import (
-    DEFAULT_CPU_PER_GPU,
-    DEFAULT_MEMORY_PER_GPU_GIB,
-    DEFAULT_STARTUP_TIMEOUT,
-    DEFAULT_UID,
-)
+from omni_deploy.k8s.options import K8sOptions, Sizing
 
 if TYPE_CHECKING:
     from omni_deploy.deployment import Deployment
-    from omni_deploy.k8s.options import K8sOptions
 
 
 @click.command()
@@ -26,14 +20,14 @@ if TYPE_CHECKING:
 @click.option(
     "--image", default=None, help="Container image with vllm-omni and omni-deploy (docs/kubernetes.md)."
 )
-@click.option("--name", default=None, help="Name of the objects (a DNS-1123 label; default: minicpmo).")
+@click.option("--name", default=None, help=f"Name of the objects (a DNS-1123 label; default: {K8sOptions.name}).")
 @click.option(
     "--namespace", default=None, help="Namespace to put into the objects (default: none, kubectl's)."
 )
 @click.option(
     "--gpus-per-node",
     type=click.IntRange(min=1),
-    default=8,
+    default=K8sOptions.gpus_per_node,
     show_default=True,
     help="GPUs a node offers; stages that need more are spread over several nodes.",
 )
@@ -50,21 +44,21 @@ if TYPE_CHECKING:
 @click.option(
     "--platform",
     type=PlatformType(),
-    default="cuda",
+    default=K8sOptions.platform,
     show_default=True,
     help="Platform whose section of the file applies; only cuda (NVIDIA GPUs) is rendered.",
 )
 @click.option(
     "--workload",
     type=click.Choice(("leaderworkerset", "statefulset")),
-    default="leaderworkerset",
+    default=K8sOptions.workload,
     show_default=True,
     help="Several nodes: a LeaderWorkerSet (needs the LWS CRD), or StatefulSets and a headless Service.",
 )
 @click.option(
     "--port",
     type=click.IntRange(1, 65535),
-    default=8091,
+    default=K8sOptions.port,
     show_default=True,
     help="API port of the master and the Service.",
 )
@@ -80,7 +74,7 @@ if TYPE_CHECKING:
 @click.option(
     "--startup-timeout",
     type=click.IntRange(60, 86400),
-    default=DEFAULT_STARTUP_TIMEOUT,
+    default=K8sOptions.startup_timeout,
     show_default=True,
     metavar="SECONDS",
     help="Time the startup probe allows for model load and graph capture; the rollout deadline adds 10 minutes.",
@@ -88,21 +82,21 @@ if TYPE_CHECKING:
 @click.option(
     "--cpu-per-gpu",
     type=click.IntRange(1, 1024),
-    default=DEFAULT_CPU_PER_GPU,
+    default=Sizing.cpu_per_gpu,
     show_default=True,
     help="CPUs a pod requests (and is limited to) per GPU it holds.",
 )
 @click.option(
     "--memory-per-gpu-gib",
     type=click.IntRange(1, 4096),
-    default=DEFAULT_MEMORY_PER_GPU_GIB,
+    default=Sizing.memory_per_gpu_gib,
     show_default=True,
     help="Memory (GiB) a pod requests (and is limited to) per GPU it holds; /dev/shm is added.",
 )
 @click.option(
     "--run-as-user",
     type=click.IntRange(0, 2**31 - 1),
-    default=DEFAULT_UID,
+    default=K8sOptions.run_as_user,
     show_default=True,
     metavar="UID",
     help="UID (and GID) of the server; 0 runs it as root, for an image that needs it.",

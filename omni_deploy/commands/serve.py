@@ -7,8 +7,10 @@ from pathlib import Path
 import click
 
 from omni_deploy.cli_inputs import file_argument
-from omni_deploy.cli_params import PlatformType, TargetVersionType, output_option
-from omni_deploy.integration_env import BACKENDS, backend_choice
+from omni_deploy.cli_params import PlatformType, TargetVersionType, backend_choice, output_option
+from omni_deploy.launch.options import LaunchOptions
+from omni_deploy.serve.request import ServeRequest
+from omni_deploy.speaker_rules import BACKENDS
 
 
 def _echo(text: str, err: bool) -> None:
@@ -46,7 +48,7 @@ class PassthroughCommand(click.Command):
 
 @click.command(cls=PassthroughCommand)
 @file_argument()
-@click.option("--model", default=None, help="Model path or hub id (default: openbmb/MiniCPM-o-4_5).")
+@click.option("--model", default=None, help=f"Model path or hub id (default: {LaunchOptions.model}).")
 @click.option(
     "--platform",
     type=PlatformType("auto"),
@@ -54,11 +56,11 @@ class PassthroughCommand(click.Command):
     show_default=True,
     help="Platform to render for and start on, any case; auto: this host's accelerator (cuda for --dry-run).",
 )
-@click.option("--host", default="127.0.0.1", show_default=True, help="Address the server listens on.")
+@click.option("--host", default=LaunchOptions.host, show_default=True, help="Address the server listens on.")
 @click.option(
     "--port",
     type=click.IntRange(1, 65535),
-    default=8091,
+    default=LaunchOptions.port,
     show_default=True,
     help="Port the server listens on.",
 )
@@ -83,14 +85,14 @@ class PassthroughCommand(click.Command):
 @click.option(
     "--ready-timeout",
     type=click.FloatRange(min=0, min_open=True),
-    default=1800,
+    default=ServeRequest.ready_timeout,
     show_default=True,
     help="Seconds to wait for /health (start-up takes minutes).",
 )
 @click.option(
     "--stop-grace",
     type=click.FloatRange(min=0),
-    default=10,
+    default=ServeRequest.stop_grace,
     show_default=True,
     help="Seconds between TERM and KILL when stopping the server.",
 )
@@ -140,8 +142,6 @@ def serve(
     --ray-address A).
     """
     from omni_deploy.bundled import deploy_file_name
-    from omni_deploy.launch.options import DEFAULT_MODEL, LaunchOptions
-    from omni_deploy.serve.prepare import ServeRequest
     from omni_deploy.serve.session import run_serve
 
     if fmt == "json" and not dry_run:
@@ -149,7 +149,7 @@ def serve(
     passthrough: tuple[str, ...] = click.get_current_context().meta.get("passthrough", ())
     extra_env, backend = _env_pairs(env_pairs), backend_choice(spk_backend)
     launch = LaunchOptions(
-        model or DEFAULT_MODEL, platform, host, port, served_model_name, backend, extra_env, passthrough
+        model or LaunchOptions.model, platform, host, port, served_model_name, backend, extra_env, passthrough
     )
     request = ServeRequest(
         deploy_file_name(file), platform, target_version or "", launch, run_dir, dry_run, skip_preflight,

@@ -146,6 +146,10 @@ class _Resolver:
             if not isinstance(target, Scalar):
                 self.charge(node, "", _count(target))
             return _moved(target, node)
+        return self._interpolated(node, text, parents)
+
+    def _interpolated(self, node: Scalar, text: str, parents: list[Node]) -> Scalar:
+        """Text with references inside it: each replaced by its value as text."""
         pieces: list[str] = []
         shown: list[str] = []  # the same text with environment references left as written
         from_env = False

@@ -58,14 +58,7 @@ def parse_stage(stage: Map) -> Map:
     flat = Map({k: e for k, e in stage.entries.items() if k not in RESERVED_STAGE_KEYS}, stage.origin)
     extras = _as_map(stage.get("engine_extras"), "engine_extras") or Map({}, stage.origin)
     runtime = _as_map(stage.get("runtime"), "runtime") or Map({}, stage.origin)
-    engine_args = _as_map(stage.get("engine_args"), "engine_args")
-    if engine_args is not None:
-        for key, entry in engine_args.entries.items():
-            existing = flat.get(key)
-            if isinstance(existing, Map) and isinstance(entry.node, Map):
-                flat.entries[key] = Entry(entry.key_origin, merge_recursive(existing, entry.node))
-            else:
-                flat.entries[key] = entry
+    _merge_engine_args(flat, _as_map(stage.get("engine_args"), "engine_args"))
     out = Map({}, stage.origin)
     out.entries["stage_id"] = stage.entries["stage_id"]
     for key in ("devices", "num_replicas", "env"):
@@ -74,18 +67,7 @@ def parse_stage(stage: Map) -> Map:
             out.entries[key] = wrapper
     replicas = out.entries.get("num_replicas")
     if replicas is not None:
-        value = replicas.node.value if isinstance(replicas.node, Scalar) else None
-        if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-            raise ConfigError(
-                "num_replicas must be an integer", replicas.node.origin.location, code=codes.E123
-            )
-        try:
-            number = int(value)
-        except ValueError:
-            raise ConfigError(
-                "num_replicas must be an integer", replicas.node.origin.location, code=codes.E123
-            ) from None
-        out.entries["num_replicas"] = Entry(replicas.key_origin, Scalar(number, replicas.node.origin))
+        out.entries["num_replicas"] = _replicas(replicas)
     for key in _WRAPPER_ORDER[4:]:
         wrapper = stage.entries.get(key)
         if wrapper is not None:
@@ -100,6 +82,30 @@ def parse_stage(stage: Map) -> Map:
         extras_entry.key_origin if extras_entry else stage.origin, merged_extras
     )
     return out
+
+
+def _merge_engine_args(flat: Map, engine_args: Map | None) -> None:
+    """`engine_args` over the stage's own keys, mappings merged recursively."""
+    for key, entry in engine_args.entries.items() if engine_args is not None else []:
+        existing = flat.get(key)
+        if isinstance(existing, Map) and isinstance(entry.node, Map):
+            flat.entries[key] = Entry(entry.key_origin, merge_recursive(existing, entry.node))
+        else:
+            flat.entries[key] = entry
+
+
+def _replicas(replicas: Entry) -> Entry:
+    """num_replicas as the integer vllm-omni makes of it (`int(value)`), or E123."""
+    value = replicas.node.value if isinstance(replicas.node, Scalar) else None
+    number = None
+    if not isinstance(value, bool) and isinstance(value, (int, float, str)):
+        try:
+            number = int(value)
+        except ValueError:
+            number = None
+    if number is None:
+        raise ConfigError("num_replicas must be an integer", replicas.node.origin.location, code=codes.E123)
+    return Entry(replicas.key_origin, Scalar(number, replicas.node.origin))
 
 
 def _overrides(ps: Map) -> tuple[Map, Entry | None, Entry | None]:
@@ -131,6 +137,39 @@ def apply_platform(merged: Map, platform: str) -> PlatformApplied:
     section: Map | None = None
     if isinstance(platforms, Map):
         section = _as_map(platforms.get(platform), f"platforms.{platform}")
+    runner_entry, runner = _model_runner(merged, section, platform, layer)
+    stages_node = merged.get("stages")
+    stages = [_parsed(stage) for stage in (stages_node.items if isinstance(stages_node, Seq) else [])]
+    by_id: dict[Hashable, Map] = {to_plain(s.get("stage_id")): s for s in stages}
+    skipped: list[SkippedEntry] = []
+    platform_stages = section.get("stages") if section is not None else None
+    for ps in platform_stages.items if isinstance(platform_stages, Seq) else []:
+        if not isinstance(ps, Map) or "stage_id" not in ps:
+            raise ConfigError(
+                f"each entry of platforms.{platform}.stages needs a stage_id",
+                ps.origin.location,
+                code=codes.E122,
+            )
+        sid = _scalar_stage_id(ps)
+        target = by_id.get(sid)
+        if target is None:
+            skipped.append(SkippedEntry(platform, sid, ps.origin))
+        else:
+            _apply_entry(target, ps, layer)
+    config = merged.copy()
+    config.pop("platforms")
+    if runner_entry is not None:
+        config.entries["model_runner"] = runner_entry
+    if "stages" in merged:
+        config.entries["stages"] = Entry(
+            merged.entries["stages"].key_origin,
+            Seq([loadable_stage(s) for s in stages], stages_node.origin if stages_node else merged.origin),
+        )
+    return PlatformApplied(platform, config, stages, skipped, runner)
+
+
+def _model_runner(merged: Map, section: Map | None, platform: str, layer: str) -> tuple[Entry | None, str]:
+    """The model_runner entry that applies on `platform` (the section's wins), and its value."""
     runner_entry = merged.entries.get("model_runner")
     if section is not None and "model_runner" in section:
         platform_runner = section.entries["model_runner"]
@@ -145,63 +184,44 @@ def apply_platform(merged: Map, platform: str) -> PlatformApplied:
             code=codes.E370,
             hint="vllm-omni refuses to start; use model_runner: v1 for this platform",
         )
+    return runner_entry, runner
 
-    stages_node = merged.get("stages")
-    raw_stages = stages_node.items if isinstance(stages_node, Seq) else []
-    stages: list[Map] = []
-    for stage in raw_stages:
-        if not isinstance(stage, Map) or "stage_id" not in stage:
-            raise ConfigError(
-                "each stage must be a mapping with a stage_id", stage.origin.location, code=codes.E121
-            )
-        _scalar_stage_id(stage)
-        stages.append(parse_stage(stage))
-    by_id: dict[Hashable, Map] = {to_plain(s.get("stage_id")): s for s in stages}
 
-    skipped: list[SkippedEntry] = []
-    platform_stages = section.get("stages") if section is not None else None
-    for ps in platform_stages.items if isinstance(platform_stages, Seq) else []:
-        if not isinstance(ps, Map) or "stage_id" not in ps:
-            raise ConfigError(
-                f"each entry of platforms.{platform}.stages needs a stage_id",
-                ps.origin.location,
-                code=codes.E122,
-            )
-        sid = _scalar_stage_id(ps)
-        target = by_id.get(sid)
-        if target is None:
-            skipped.append(SkippedEntry(platform, sid, ps.origin))
-            continue
-        overrides, devices, env = _overrides(ps)
-        if devices is not None and not (isinstance(devices.node, Scalar) and devices.node.value is None):
-            target.entries["devices"] = Entry(devices.key_origin, retag(devices.node, layer))
-        if env is not None and not (isinstance(env.node, Scalar) and env.node.value is None):
-            base_env = target.get("env")
-            new_env = retag(env.node, layer)
-            if isinstance(base_env, Map) and isinstance(new_env, Map):
-                new_env = merge_one_level(base_env, new_env)
-            target.entries["env"] = Entry(env.key_origin, new_env)
-        extras = target.get("engine_extras")
-        assert isinstance(extras, Map)
-        for key, entry in overrides.entries.items():
-            value = Entry(entry.key_origin, retag(entry.node, layer))
-            if key in STAGE_ATTRIBUTES:
-                current = target.get(key)
-                if key in DEEP_MERGE_KEYS and isinstance(value.node, Map) and isinstance(current, Map):
-                    value = Entry(value.key_origin, merge_one_level(current, value.node))
-                target.entries[key] = value
-            else:
-                extras.entries[key] = value
-    config = merged.copy()
-    config.pop("platforms")
-    if runner_entry is not None:
-        config.entries["model_runner"] = runner_entry
-    if "stages" in merged:
-        config.entries["stages"] = Entry(
-            merged.entries["stages"].key_origin,
-            Seq([loadable_stage(s) for s in stages], stages_node.origin if stages_node else merged.origin),
+def _parsed(stage: Node) -> Map:
+    if not isinstance(stage, Map) or "stage_id" not in stage:
+        raise ConfigError(
+            "each stage must be a mapping with a stage_id", stage.origin.location, code=codes.E121
         )
-    return PlatformApplied(platform, config, stages, skipped, runner)
+    _scalar_stage_id(stage)
+    return parse_stage(stage)
+
+
+def _is_set(entry: Entry | None) -> bool:
+    return entry is not None and not (isinstance(entry.node, Scalar) and entry.node.value is None)
+
+
+def _apply_entry(target: Map, ps: Map, layer: str) -> None:
+    """One platform stage entry over its stage, as `_apply_platform_overrides` does."""
+    overrides, devices, env = _overrides(ps)
+    if devices is not None and _is_set(devices):
+        target.entries["devices"] = Entry(devices.key_origin, retag(devices.node, layer))
+    if env is not None and _is_set(env):
+        base_env = target.get("env")
+        new_env = retag(env.node, layer)
+        if isinstance(base_env, Map) and isinstance(new_env, Map):
+            new_env = merge_one_level(base_env, new_env)
+        target.entries["env"] = Entry(env.key_origin, new_env)
+    extras = target.get("engine_extras")
+    assert isinstance(extras, Map)
+    for key, entry in overrides.entries.items():
+        value = Entry(entry.key_origin, retag(entry.node, layer))
+        if key not in STAGE_ATTRIBUTES:
+            extras.entries[key] = value
+            continue
+        current = target.get(key)
+        if key in DEEP_MERGE_KEYS and isinstance(value.node, Map) and isinstance(current, Map):
+            value = Entry(value.key_origin, merge_one_level(current, value.node))
+        target.entries[key] = value
 
 
 def loadable_stage(stage: Map) -> Map:

@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-from omni_deploy.config.nodes import Map, Node, Scalar, Seq, Unresolved, iter_leaves, to_plain
+from omni_deploy.config.nodes import Map, Node, Scalar, Seq, Unresolved, to_plain
 from omni_deploy.config.yaml_loader import OmegaConfLikeDumper
 
 
@@ -53,16 +53,6 @@ def _json_safe(value: Any) -> Any:
 
 def to_json(node: Node) -> str:
     return json.dumps(_json_safe(to_plain(node, unresolved=True)), indent=2)
-
-
-def origins(node: Node) -> dict[str, str]:
-    return {path: str(leaf.origin) for path, leaf in iter_leaves(node)}
-
-
-def to_json_with_origins(node: Node) -> str:
-    return json.dumps(
-        {"config": _json_safe(to_plain(node, unresolved=True)), "origins": origins(node)}, indent=2
-    )
 
 
 def _scalar_text(value: Any) -> str:

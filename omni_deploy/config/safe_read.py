@@ -56,25 +56,27 @@ def read_bytes(path: Path, name: str | None = None, limit: int = MAX_FILE_BYTES)
     except ValueError as exc:  # embedded NUL in the name
         raise _refuse(name, str(exc)) from None
     try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise _refuse(name, f"it is {_kind(info.st_mode)}; only regular files are read")
-        if info.st_size > limit:
-            raise _refuse(name, f"it has {info.st_size} bytes; the limit is {limit}", code=codes.E109)
-        chunks = []
-        size = 0
-        while True:
-            chunk = os.read(fd, 65536)
-            if not chunk:
-                break
-            size += len(chunk)
-            if size > limit:
-                raise _refuse(name, f"it has more than {limit} bytes", code=codes.E109)
-            chunks.append(chunk)
+        return _read_regular(fd, name, limit)
     except OSError as exc:
         raise _refuse(name, exc.strerror or str(exc)) from None
     finally:
         os.close(fd)
+
+
+def _read_regular(fd: int, name: str, limit: int) -> bytes:
+    """All of an open regular file, read in chunks so that a file growing past `limit` stops."""
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        raise _refuse(name, f"it is {_kind(info.st_mode)}; only regular files are read")
+    if info.st_size > limit:
+        raise _refuse(name, f"it has {info.st_size} bytes; the limit is {limit}", code=codes.E109)
+    chunks = []
+    size = 0
+    while chunk := os.read(fd, 65536):
+        size += len(chunk)
+        if size > limit:
+            raise _refuse(name, f"it has more than {limit} bytes", code=codes.E109)
+        chunks.append(chunk)
     return b"".join(chunks)
 
 

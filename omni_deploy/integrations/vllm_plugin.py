@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from omni_deploy.speaker_rules import (
+    CODE2WAV_MODULE,
     CPU_ORT,
     CUDA_TORCH,
     DEFAULT_MAX_FAILURES,
@@ -41,15 +42,16 @@ from omni_deploy.speaker_rules import (
     ENV_BACKEND,
     ENV_MAX_FAILURES,
     KEY_DEVICE_SPK,
+    LOG_PREFIX,
     LOGGER_NAME,
     REPORT_MARK,
     TENSORRT,
     Choice,
     as_bool,
     choose,
+    reads_device_spk,
 )
 
-CODE2WAV_MODULE = "vllm_omni.model_executor.models.minicpmo_4_5.minicpmo_4_5_code2wav"
 CORE_MODULE = "vllm_omni.model_executor.models.step_audio2.step_audio2_token2wav"
 _MARK = "_omni_deploy_campplus"
 WARN_INTERVAL_S = 60.0  # request-time fallback warnings: at most one per interval per stage
@@ -68,7 +70,7 @@ def logger() -> logging.Logger:
 def _warn_once(key: str, message: str, *args: Any) -> None:
     if key not in _warned:
         _warned.add(key)
-        logger().warning("omni-deploy CAM++: " + message, *args)
+        logger().warning(f"{LOG_PREFIX} {message}", *args)
 
 
 def compatibility_problem(code2wav_cls: Any, core_cls: Any) -> str | None:
@@ -92,7 +94,7 @@ def compatibility_problem(code2wav_cls: Any, core_cls: Any) -> str | None:
 
 def reads_device_spk_itself(code2wav_module: Any) -> bool:
     try:
-        return KEY_DEVICE_SPK in inspect.getsource(code2wav_module)
+        return reads_device_spk(inspect.getsource(code2wav_module))
     except (OSError, TypeError):
         return False
 
@@ -194,7 +196,7 @@ class GuardedSpeakerModel:
                 self.retired = True
                 self.core._spk_model = self.session  # vllm-omni's own ORT branch from now on
                 log.warning(
-                    "omni-deploy CAM++: %s: the encoder failed %d times in a row (last: %s: %s); "
+                    LOG_PREFIX + " %s: the encoder failed %d times in a row (last: %s: %s); "
                     "speaker embedding switched to ONNX Runtime on the CPU for good "
                     "(%d failures in all)",
                     self.label, self.consecutive, type(exc).__name__, exc, self.failures,
@@ -203,7 +205,7 @@ class GuardedSpeakerModel:
             now = time.monotonic()
             if now - self._last_warning >= WARN_INTERVAL_S:
                 log.warning(
-                    "omni-deploy CAM++: %s: the encoder failed (%s: %s); this call falls back to "
+                    LOG_PREFIX + " %s: the encoder failed (%s: %s); this call falls back to "
                     "ONNX Runtime on the CPU (%d failures in all, %d in a row, %d warnings suppressed; "
                     "ONNX Runtime for good after %d in a row)",
                     self.label, type(exc).__name__, exc, self.failures, self.consecutive,
@@ -263,14 +265,14 @@ def take_over(code2wav: Any, stands_aside: bool = False) -> Outcome:
     if stands_aside:
         backend = CPU_ORT if _is_ort_session(current) else _describe(current)
         logger().warning(
-            "omni-deploy CAM++: %s: this vllm-omni reads %s itself, so its code decides the speaker "
+            LOG_PREFIX + " %s: this vllm-omni reads %s itself, so its code decides the speaker "
             "backend; omni-deploy's plugin stands aside", label, KEY_DEVICE_SPK,
         )  # fmt: skip
         return Outcome(backend, str(device), "vllm-omni")
     forced_cpu = os.environ.get(ENV_ALLOW_CPU) == "1"
     choice: Choice = choose(stage_extra(code2wav), os.environ, on_cuda=device.type == "cuda" or forced_cpu)
     for problem in choice.problems:
-        logger().warning("omni-deploy CAM++: %s: %s", label, problem)
+        logger().warning(LOG_PREFIX + " %s: %s", label, problem)
     if not _is_ort_session(current):
         # TensorRT (vllm-omni swapped in its own callable) or something else: never touched.
         return Outcome(TENSORRT if choice.backend == TENSORRT else _describe(current), str(device),
@@ -278,7 +280,7 @@ def take_over(code2wav: Any, stands_aside: bool = False) -> Outcome:
     if choice.backend != CUDA_TORCH:
         if device.type != "cuda" and not forced_cpu and _asked_for_cuda(code2wav):
             logger().warning(
-                "omni-deploy CAM++: %s runs on %s, not CUDA: the speaker embedding stays on ONNX "
+                LOG_PREFIX + " %s runs on %s, not CUDA: the speaker embedding stays on ONNX "
                 "Runtime on the CPU", label, device,
             )  # fmt: skip
         return Outcome(CPU_ORT, "cpu", choice.decided_by)
@@ -289,7 +291,7 @@ def take_over(code2wav: Any, stands_aside: bool = False) -> Outcome:
         encoder = load_encoder(onnx_path, device=device, allow_tf32=choice.allow_tf32)
     except Exception as exc:  # never break serving: any failure keeps the CPU path
         logger().warning(
-            "omni-deploy CAM++: %s: cannot load the CUDA CAM++ encoder from %s (%s: %s); keeping "
+            LOG_PREFIX + " %s: cannot load the CUDA CAM++ encoder from %s (%s: %s); keeping "
             "ONNX Runtime on the CPU", label, onnx_path, type(exc).__name__, exc,
         )  # fmt: skip
         return Outcome(CPU_ORT, "cpu", f"fallback: {type(exc).__name__} loading the encoder", onnx=onnx_path)
@@ -330,7 +332,7 @@ def install(code2wav_cls: Any, stands_aside: bool = False) -> bool:
             outcome = take_over(self, stands_aside)
         except Exception as exc:  # never break serving
             logger().warning(
-                "omni-deploy CAM++: %s: %s: %s; the speaker path stays as vllm-omni built it",
+                LOG_PREFIX + " %s: %s: %s; the speaker path stays as vllm-omni built it",
                 stage_label(self), type(exc).__name__, exc,
             )  # fmt: skip
             outcome = Outcome("unknown", "?", f"error: {type(exc).__name__}")

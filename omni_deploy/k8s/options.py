@@ -7,14 +7,14 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from omni_deploy import __version__
+from omni_deploy import __version__, defaults
 from omni_deploy.errors import OmniDeployError
 
 # A tag of this release, never `latest`: a pod restarted next month must get the same build.
 # Nothing is published under this name; docs/kubernetes.md shows how to build and push it.
 DEFAULT_IMAGE = f"ghcr.io/omni-deploy/omni-deploy:{__version__}"
 DEFAULT_NAME = "minicpmo"
-DEFAULT_PORT = 8091
+DEFAULT_PORT = defaults.PORT
 MASTER_PORT = 29600
 CONFIG_DIR = "/etc/omni-deploy"
 # The root file system is read-only: HOME (vLLM's, Triton's and torch's compile caches), /tmp and
@@ -26,7 +26,7 @@ TOKEN_KEY = "HF_TOKEN"  # key inside the Secret named by --hf-token-secret
 # A high UID of no user in the image: no clash with a host user, no write access to the image.
 DEFAULT_UID = 10001
 # serve's --ready-timeout: model load, graph capture and TensorRT builds before /health answers.
-DEFAULT_STARTUP_TIMEOUT = 1800
+DEFAULT_STARTUP_TIMEOUT = defaults.READY_TIMEOUT_S
 DEFAULT_CPU_PER_GPU = 8
 DEFAULT_MEMORY_PER_GPU_GIB = 32
 DEFAULT_EMPTY_CACHE_GIB = 64

@@ -83,13 +83,18 @@ def version_entry(reads: list[Read]) -> dict[str, dict[str, dict[str, Any]]]:
             entry.setdefault("default_code", read.default_code)
     for keys in out.values():
         for entry in keys.values():
-            defaults = entry.pop("defaults", [])
-            if len(defaults) == 1:
-                entry["default"] = defaults[0]
-                entry.pop("default_code", None)
-            elif defaults:
-                entry["default_code"] = " / ".join(json.dumps(d) for d in defaults) + " (differs by reader)"
+            _settle_default(entry)
     return out
+
+
+def _settle_default(entry: dict[str, Any]) -> None:
+    """One default where every reader states the same; else the readers' defaults, as code."""
+    defaults = entry.pop("defaults", [])
+    if len(defaults) == 1:
+        entry["default"] = defaults[0]
+        entry.pop("default_code", None)
+    elif defaults:
+        entry["default_code"] = " / ".join(json.dumps(d) for d in defaults) + " (differs by reader)"
 
 
 def build(trees: dict[str, Path]) -> dict[str, Any]:

@@ -20,7 +20,7 @@ from typing import Any
 
 from omni_deploy.config.stage_schema import STAGE_ENGINE_FIELDS
 from omni_deploy.speaker_rules import DEFAULTS as SPK_DEFAULTS
-from omni_deploy.speaker_rules import KEY_ALLOW_TF32, KEY_DEVICE_SPK, KEY_TRT
+from omni_deploy.speaker_rules import ENV_TRT, KEY_ALLOW_TF32, KEY_DEVICE_SPK, KEY_TRT
 
 NO_DEFAULT = object()
 
@@ -230,7 +230,7 @@ CODE2WAV: list[Key] = [
     _k("token2wav_float16", "code2wav", BOOL, False, "Run token2wav in float16."),
     _k("token2wav_n_timesteps", "code2wav", INT, 10, "Flow-matching Euler steps.", minimum=1),
     _k(KEY_TRT, "code2wav", BOOL, SPK_DEFAULTS[KEY_TRT], "TensorRT for the DiT estimator and CAM++ (CUDA only; also env "
-       "MINICPMO_TOKEN2WAV_TRT=1)."),
+       f"{ENV_TRT}=1)."),
     _k("token2wav_trt_dtype", "code2wav", STR, "fp16", "TensorRT precision: fp32/float32, anything else fp16."),
     _k("token2wav_trt_max_batch", "code2wav", INT, 16, "Largest TensorRT batch.", minimum=1),
     _k("code2wav_bfloat16_attention_cache", "code2wav", BOOL, False, "bfloat16 attention cache in the CFM."),

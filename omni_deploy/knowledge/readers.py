@@ -59,6 +59,12 @@ def status(place: str, name: str, target: TargetReads) -> Status:
             f"{_where(target)} loads a stage_args file with its legacy loader ({target.legacy_stage_args})"
         )
         return Status(LEGACY, message, key)
+    other = _read_by_others(place, name, key, target)
+    return other if other is not None else _not_read(place, name, key, target)
+
+
+def _read_by_others(place: str, name: str, key: Key | None, target: TargetReads) -> Status | None:
+    """A key another program reads whatever the target: vLLM, the diffusion engine, the plugin."""
     if key is not None and key.reader == ELSEWHERE:
         return Status(READ, "", key)
     if place in ("stage", "platform_stage") and target.reads("diffusion_engine", name) is not None:
@@ -72,6 +78,11 @@ def status(place: str, name: str, target: TargetReads) -> Status:
             f"'{name}' is read by omni-deploy's vLLM plugin; {_where(target)} does not read it",
             key,
         )
+    return None
+
+
+def _not_read(place: str, name: str, key: Key | None, target: TargetReads) -> Status:
+    """A key the target does not read: read by other versions, known to nobody's code, or unknown."""
     versions = sorted(
         {v for p in _DATA_PLACES.get(place, (place,)) for v in versions_reading(p, name)}, key=parts
     )

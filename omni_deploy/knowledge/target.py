@@ -15,16 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from omni_deploy.knowledge.versions import MAIN, RELEASES, parts
-from omni_deploy.speaker_rules import KEY_ALLOW_TF32, KEY_DEVICE_SPK
 
 DATA_FILE = Path(__file__).with_name("upstream_keys.json")
 FACTS_FILE = Path(__file__).with_name("upstream_facts.json")
 OWNERS_FILE = Path(__file__).with_name("typed_config_owners.json")
-
-# Keys omni-deploy's own vLLM plugin (omni_deploy/integrations/vllm_plugin.py) reads from the
-# Code2Wav connector's extra, whatever the vllm-omni version (names from speaker_rules, the table
-# the plugin applies).
-PLUGIN_READS = {("code2wav", KEY_DEVICE_SPK), ("code2wav", KEY_ALLOW_TF32)}
 
 
 @dataclass(frozen=True)

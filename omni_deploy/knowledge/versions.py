@@ -27,10 +27,6 @@ def parts(version: str) -> tuple[int, ...]:
     return _parts(version)
 
 
-def is_known_target(version: str) -> bool:
-    return version == MAIN or bool(re.match(r"^\d+(\.\d+){0,2}", version))
-
-
 def reads(since: str, target: str, until: str | None = None) -> bool:
     """Whether a key introduced in `since` (and removed in `until`, if any) is read by `target`."""
     if until is not None and target != MAIN and _parts(target) >= _parts(until):

@@ -5,10 +5,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from omni_deploy import defaults
 from omni_deploy.errors import OmniDeployError
-from omni_deploy.integration_env import Backend
-
-DEFAULT_MODEL = "openbmb/MiniCPM-o-4_5"
+from omni_deploy.speaker_rules import Backend
 
 
 class PlanError(OmniDeployError):
@@ -17,10 +16,10 @@ class PlanError(OmniDeployError):
 
 @dataclass
 class LaunchOptions:
-    model: str = DEFAULT_MODEL
+    model: str = defaults.MODEL
     platform: str = "cuda"
     host: str = "127.0.0.1"
-    port: int = 8091
+    port: int = defaults.PORT
     served_model_name: str | None = None
     spk_backend: Backend | None = None  # None: what the file says
     extra_env: dict[str, str] = field(default_factory=dict)

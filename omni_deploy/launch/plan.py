@@ -11,10 +11,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from omni_deploy.integration_env import SPK_BACKEND, TENSORRT, VLLM_OMNI_TRT
 from omni_deploy.launch.options import LaunchOptions
 from omni_deploy.redact import redact_argv, redact_env
 from omni_deploy.resolve.speaker import SpeakerDecision
+from omni_deploy.speaker_rules import ENV_BACKEND, ENV_TRT, TENSORRT
 
 
 @dataclass
@@ -76,10 +76,10 @@ def build_plan(
     env: dict[str, str | None] = {"VLLM_WORKER_MULTIPROC_METHOD": "spawn"}
     backend = decision.speaker_backend
     if backend == TENSORRT and options.spk_backend == TENSORRT:
-        env[VLLM_OMNI_TRT] = "1"
-    elif backend != TENSORRT and base_env.get(VLLM_OMNI_TRT) == "1":
-        env[VLLM_OMNI_TRT] = None  # would force TensorRT behind the chosen backend's back
-    if options.spk_backend is not None and base_env.get(SPK_BACKEND):
-        env[SPK_BACKEND] = None  # an inherited override would beat the --spk-backend written in the file
+        env[ENV_TRT] = "1"
+    elif backend != TENSORRT and base_env.get(ENV_TRT) == "1":
+        env[ENV_TRT] = None  # would force TensorRT behind the chosen backend's back
+    if options.spk_backend is not None and base_env.get(ENV_BACKEND):
+        env[ENV_BACKEND] = None  # an inherited override would beat the --spk-backend written in the file
     env.update(options.extra_env)
     return LaunchPlan(argv, env, decision)

@@ -34,6 +34,7 @@ from omni_deploy.speaker_rules import (
     PLUGINS_ALLOWLIST_ENV,
     TENSORRT,
     Backend,
+    Choice,
     choose,
 )
 
@@ -49,7 +50,6 @@ __all__ = [
     "SpeakerDecision",
     "speaker_decision",
 ]
-VLLM_OMNI_TRT = ENV_TRT
 NOT_APPLICABLE, UNKNOWN = "not-applicable", "unknown"
 
 
@@ -148,7 +148,7 @@ def _fallbacks(extra_path: str, current: str) -> list[Fallback]:
         "or `omni-deploy serve --spk-backend cuda-torch`",
         CPU_ORT: f"set {extra_path}.token2wav_device_spk: false, or `omni-deploy serve --spk-backend "
         "cpu-onnxruntime`",
-        TENSORRT: f"set {extra_path}.token2wav_trt: true (or env {VLLM_OMNI_TRT}=1), or `omni-deploy serve "
+        TENSORRT: f"set {extra_path}.token2wav_trt: true (or env {ENV_TRT}=1), or `omni-deploy serve "
         "--spk-backend tensorrt`; needs TensorRT on the host and also moves the DiT estimator to TensorRT",
     }
     return [Fallback(b, how) for b, how in options.items() if b != current]
@@ -181,6 +181,30 @@ def speaker_decision(
     )
 
 
+@dataclass
+class _Ask:
+    """One platform's decision in the making: its settings, the stage's environment, what the
+    rules chose, and the reasons and warnings gathered so far."""
+
+    platform: str
+    extra_path: str
+    trt: Setting
+    device_spk: Setting
+    tf32: Setting
+    in_file: dict[str, StageEnv]  # what the file's Code2Wav stage sets in its own environment
+    environ: dict[str, str]  # the stage process's environment: the process's, then the file's
+    choice: Choice
+    reasons: list[Reason]
+    warnings: list[str]
+
+    def setting_reason(self, setting: Setting) -> Reason:
+        return Reason(setting.name, setting.value, setting.origin)
+
+    def env_reason(self, name: str) -> Reason:
+        origin = self.in_file[name].origin if name in self.in_file else f"env {name}"
+        return Reason(name, self.environ.get(name), origin)
+
+
 def _decide(
     platform: str,
     pipeline: PipelineInfo,
@@ -194,144 +218,164 @@ def _decide(
     """The effective speaker backend of one platform. `override` is serve's --spk-backend;
     `stage_env_vars` what the file's Code2Wav stage sets in its own environment (`_stage_env`)."""
     if not pipeline.is_minicpmo:
-        if pipeline.name is None:
-            return SpeakerDecision(
-                platform,
-                UNKNOWN,
-                "unknown",
-                reasons=[Reason("pipeline", None, pipeline.source)],
-                warnings=["the pipeline is unknown: pass --pipeline minicpmo_4_5 if this is MiniCPM-o 4.5"],
-            )
-        return SpeakerDecision(
-            platform,
-            NOT_APPLICABLE,
-            f"{pipeline.name} keeps its own speaker path",
-            reasons=[Reason("pipeline", pipeline.name, pipeline.source)],
-        )
-    trt = _setting(extra, extra_path, KEY_TRT)
-    device_spk = _setting(extra, extra_path, KEY_DEVICE_SPK)
-    tf32 = _setting(extra, extra_path, KEY_ALLOW_TF32)
-    in_file = stage_env_vars or {}
-    stage_environ = {**env, **{name: var.value for name, var in in_file.items()}}
-    plain = {s.name.rsplit(".", 1)[-1]: s.value for s in (trt, device_spk, tf32) if s.explicit}
-    choice = choose(plain, stage_environ, on_cuda=platform == "cuda")
-    reasons = [Reason("platform", platform, "--platform")]
-    warnings: list[str] = list(choice.problems)
-
-    def env_reason(name: str) -> Reason:
-        origin = in_file[name].origin if name in in_file else f"env {name}"
-        return Reason(name, stage_environ.get(name), origin)
-
+        return _not_minicpmo(platform, pipeline)
+    ask = _ask(platform, extra, extra_path, env, stage_env_vars or {})
     if platform != "cuda":
-        for s in (trt, device_spk):
-            if s.explicit:
-                warnings.append(f"{s.name} has no effect on {platform} (set at {s.origin})")
-        if override not in (None, CPU_ORT):
-            warnings.append(f"--spk-backend {override} has no effect on {platform}")
-        reasons.append(
-            Reason("platform rule", "CAM++ runs with ONNX Runtime on the CPU off CUDA", "vllm-omni")
-        )
-        return _cpu(platform, reasons, [], warnings)
-
-    for name, var in in_file.items():
-        warnings.append(
+        return _off_cuda(ask, override)
+    for name, var in ask.in_file.items():
+        ask.warnings.append(
             f"the Code2Wav stage's env sets {name}={var.value} at {var.origin}; it applies to that stage "
             "only and wins over the process environment"
         )
-    wanted: Backend
-    if override is not None:
-        reasons.append(Reason("--spk-backend", override, "--spk-backend"))
-        wanted = override
-    else:
-        wanted = choice.backend
-        if choice.decided_by == f"env {ENV_TRT}":
-            reasons.append(env_reason(ENV_TRT))
-        elif choice.decided_by == KEY_TRT:
-            reasons.append(Reason(trt.name, trt.value, trt.origin))
-        elif choice.decided_by == f"env {ENV_BACKEND}":
-            reasons.append(Reason(trt.name, trt.value, trt.origin))
-            reasons.append(env_reason(ENV_BACKEND))
-            if device_spk.explicit:
-                warnings.append(
-                    f"{ENV_BACKEND}={stage_environ[ENV_BACKEND]} overrides {device_spk.name} "
-                    f"(set at {device_spk.origin})"
-                )
-        else:
-            reasons.append(Reason(trt.name, trt.value, trt.origin))
-            reasons.append(Reason(device_spk.name, device_spk.value, device_spk.origin))
-    tf32_reason = (
-        env_reason(ENV_TF32)
-        if choice.tf32_by == f"env {ENV_TF32}"
-        else Reason(tf32.name, tf32.value, tf32.origin)
-    )
-
+    wanted = _wanted(ask, override)
     if wanted == TENSORRT:
-        if host.probed and not host.tensorrt:
-            warnings.append("tensorrt does not import on this host: the TensorRT build will fail at start-up")
+        return _tensorrt(ask, host)
+    if wanted == CPU_ORT:
+        return _cpu(platform, ask.reasons, _fallbacks(extra_path, CPU_ORT), ask.warnings)
+    return _cuda_torch(ask, host)
+
+
+def _not_minicpmo(platform: str, pipeline: PipelineInfo) -> SpeakerDecision:
+    if pipeline.name is None:
         return SpeakerDecision(
             platform,
-            TENSORRT,
-            "vllm-omni (TensorRT engine built from campplus.onnx)",
-            "TensorRT engine",
-            "fp32",
-            None,
-            None,
-            reasons,
-            _fallbacks(extra_path, TENSORRT),
-            warnings,
-        )
-    if wanted == CPU_ORT:
-        return _cpu(platform, reasons, _fallbacks(extra_path, CPU_ORT), warnings)
-
-    # cuda-torch: who can provide it on this host?
-    reasons.append(tf32_reason)
-    if host.vllm_omni_reads_device_spk:
-        provider = "vllm-omni (reads token2wav_device_spk itself)"
-        reasons.append(
-            Reason("provider", "vllm-omni", "host" if host.probed else f"assumed vllm-omni {host.vllm_omni}")
-        )
-    else:
-        missing = [name for name, ok in (("torch", host.torch), ("onnx", host.onnx)) if not ok]
-        if not host.plugin_registered:
-            missing.append(f"omni-deploy's vLLM plugin ({install_hint('speaker')})")
-        if not host.plugin_allowed:
-            missing.append(
-                f"omni-deploy's vLLM plugin in {PLUGINS_ALLOWLIST_ENV}={host.plugins_allowlist} (an allowlist: "
-                f"add {PLUGIN_NAME})"
-            )
-        if host.vllm_elsewhere:
-            missing.append(
-                f"omni-deploy in the environment of the `vllm` first on PATH ({host.vllm_on_path}, run by "
-                f"{host.vllm_on_path_python}): the plugin registered here is not visible to that server"
-            )
-        if missing:
-            warnings.append(f"the CUDA CAM++ path cannot act on this host: missing {', '.join(missing)}")
-            reasons.append(Reason("provider", "none", "host"))
-            return _cpu(
-                platform,
-                reasons,
-                _fallbacks(extra_path, CPU_ORT),
-                warnings,
-                "vllm-omni (ONNX Runtime, CPU): fallback, CUDA path unavailable",
-            )
-        provider = f"omni-deploy vLLM plugin (vllm-omni {host.vllm_omni or RELEASED} does not read token2wav_device_spk)"
-        reasons.append(Reason("provider", "omni-deploy plugin", "host" if host.probed else "assumed"))
-    if tf32.explicit and not host.vllm_omni_reads_device_spk:
-        warnings.append(
-            f"{tf32.name} is applied to CAM++ by omni-deploy's plugin; vllm-omni {host.vllm_omni or RELEASED} "
-            "ignores it for the rest of Code2Wav"
+            UNKNOWN,
+            "unknown",
+            reasons=[Reason("pipeline", None, pipeline.source)],
+            warnings=["the pipeline is unknown: pass --pipeline minicpmo_4_5 if this is MiniCPM-o 4.5"],
         )
     return SpeakerDecision(
         platform,
+        NOT_APPLICABLE,
+        f"{pipeline.name} keeps its own speaker path",
+        reasons=[Reason("pipeline", pipeline.name, pipeline.source)],
+    )
+
+
+def _ask(
+    platform: str, extra: Map | None, extra_path: str, env: dict[str, str], in_file: dict[str, StageEnv]
+) -> _Ask:
+    trt = _setting(extra, extra_path, KEY_TRT)
+    device_spk = _setting(extra, extra_path, KEY_DEVICE_SPK)
+    tf32 = _setting(extra, extra_path, KEY_ALLOW_TF32)
+    environ = {**env, **{name: var.value for name, var in in_file.items()}}
+    plain = {s.name.rsplit(".", 1)[-1]: s.value for s in (trt, device_spk, tf32) if s.explicit}
+    choice = choose(plain, environ, on_cuda=platform == "cuda")
+    reasons = [Reason("platform", platform, "--platform")]
+    return _Ask(
+        platform, extra_path, trt, device_spk, tf32, in_file, environ, choice, reasons, list(choice.problems)
+    )
+
+
+def _off_cuda(ask: _Ask, override: Backend | None) -> SpeakerDecision:
+    for s in (ask.trt, ask.device_spk):
+        if s.explicit:
+            ask.warnings.append(f"{s.name} has no effect on {ask.platform} (set at {s.origin})")
+    if override not in (None, CPU_ORT):
+        ask.warnings.append(f"--spk-backend {override} has no effect on {ask.platform}")
+    ask.reasons.append(
+        Reason("platform rule", "CAM++ runs with ONNX Runtime on the CPU off CUDA", "vllm-omni")
+    )
+    return _cpu(ask.platform, ask.reasons, [], ask.warnings)
+
+
+def _wanted(ask: _Ask, override: Backend | None) -> Backend:
+    """The backend asked for (--spk-backend, else the rules), with the settings that decided it."""
+    if override is not None:
+        ask.reasons.append(Reason("--spk-backend", override, "--spk-backend"))
+        return override
+    decided_by = ask.choice.decided_by
+    if decided_by == f"env {ENV_TRT}":
+        ask.reasons.append(ask.env_reason(ENV_TRT))
+        return ask.choice.backend
+    ask.reasons.append(ask.setting_reason(ask.trt))
+    if decided_by == f"env {ENV_BACKEND}":
+        ask.reasons.append(ask.env_reason(ENV_BACKEND))
+        if ask.device_spk.explicit:
+            ask.warnings.append(
+                f"{ENV_BACKEND}={ask.environ[ENV_BACKEND]} overrides {ask.device_spk.name} "
+                f"(set at {ask.device_spk.origin})"
+            )
+    elif decided_by != KEY_TRT:
+        ask.reasons.append(ask.setting_reason(ask.device_spk))
+    return ask.choice.backend
+
+
+def _tensorrt(ask: _Ask, host: HostCaps) -> SpeakerDecision:
+    if host.probed and not host.tensorrt:
+        ask.warnings.append("tensorrt does not import on this host: the TensorRT build will fail at start-up")
+    return SpeakerDecision(
+        ask.platform,
+        TENSORRT,
+        "vllm-omni (TensorRT engine built from campplus.onnx)",
+        "TensorRT engine",
+        "fp32",
+        None,
+        None,
+        ask.reasons,
+        _fallbacks(ask.extra_path, TENSORRT),
+        ask.warnings,
+    )
+
+
+def _missing_for_plugin(host: HostCaps) -> list[str]:
+    """What keeps omni-deploy's plugin from providing the CUDA path on this host."""
+    missing = [name for name, ok in (("torch", host.torch), ("onnx", host.onnx)) if not ok]
+    if not host.plugin_registered:
+        missing.append(f"omni-deploy's vLLM plugin ({install_hint('speaker')})")
+    if not host.plugin_allowed:
+        missing.append(
+            f"omni-deploy's vLLM plugin in {PLUGINS_ALLOWLIST_ENV}={host.plugins_allowlist} (an allowlist: "
+            f"add {PLUGIN_NAME})"
+        )
+    if host.vllm_elsewhere:
+        missing.append(
+            f"omni-deploy in the environment of the `vllm` first on PATH ({host.vllm_on_path}, run by "
+            f"{host.vllm_on_path_python}): the plugin registered here is not visible to that server"
+        )
+    return missing
+
+
+def _cuda_torch(ask: _Ask, host: HostCaps) -> SpeakerDecision:
+    """cuda-torch, if someone on this host can provide it: vllm-omni itself or omni-deploy's plugin."""
+    tf32 = ask.tf32
+    ask.reasons.append(
+        ask.env_reason(ENV_TF32) if ask.choice.tf32_by == f"env {ENV_TF32}" else ask.setting_reason(tf32)
+    )
+    if host.vllm_omni_reads_device_spk:
+        provider = "vllm-omni (reads token2wav_device_spk itself)"
+        where = "host" if host.probed else f"assumed vllm-omni {host.vllm_omni}"
+        ask.reasons.append(Reason("provider", "vllm-omni", where))
+    else:
+        missing = _missing_for_plugin(host)
+        if missing:
+            ask.warnings.append(f"the CUDA CAM++ path cannot act on this host: missing {', '.join(missing)}")
+            ask.reasons.append(Reason("provider", "none", "host"))
+            return _cpu(
+                ask.platform,
+                ask.reasons,
+                _fallbacks(ask.extra_path, CPU_ORT),
+                ask.warnings,
+                "vllm-omni (ONNX Runtime, CPU): fallback, CUDA path unavailable",
+            )
+        provider = f"omni-deploy vLLM plugin (vllm-omni {host.vllm_omni or RELEASED} does not read token2wav_device_spk)"
+        ask.reasons.append(Reason("provider", "omni-deploy plugin", "host" if host.probed else "assumed"))
+        if tf32.explicit:
+            ask.warnings.append(
+                f"{tf32.name} is applied to CAM++ by omni-deploy's plugin; vllm-omni {host.vllm_omni or RELEASED} "
+                "ignores it for the rest of Code2Wav"
+            )
+    return SpeakerDecision(
+        ask.platform,
         CUDA_TORCH,
         provider,
         "fp32",
         "fp32",
-        choice.allow_tf32,
+        ask.choice.allow_tf32,
         "PyTorch's cuDNN flag (torch.backends.cudnn.allow_tf32, on by default)",
-        reasons,
-        _fallbacks(extra_path, CUDA_TORCH),
-        warnings,
+        ask.reasons,
+        _fallbacks(ask.extra_path, CUDA_TORCH),
+        ask.warnings,
     )
 
 

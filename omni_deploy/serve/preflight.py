@@ -8,8 +8,8 @@ from pathlib import Path
 
 from omni_deploy.host import HostCaps
 from omni_deploy.install_hint import install_hint
-from omni_deploy.integration_env import CUDA_TORCH
 from omni_deploy.knowledge.versions import major_minor
+from omni_deploy.speaker_rules import CUDA_TORCH
 
 
 @dataclass(frozen=True)

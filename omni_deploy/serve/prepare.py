@@ -17,32 +17,15 @@ from typing import Any
 
 from omni_deploy.deployment import Deployment
 from omni_deploy.host import HostCaps
-from omni_deploy.launch.options import LaunchOptions
 from omni_deploy.launch.plan import LaunchPlan
 from omni_deploy.launch.spec import LaunchSpec, launch_spec
 from omni_deploy.redact import redact_env
 from omni_deploy.resolve.speaker import SpeakerDecision
 from omni_deploy.serve.preflight import Preflight, Refusal, run_preflight
+from omni_deploy.serve.request import ServeRequest
 from omni_deploy.serve.rundir import make_run_dir, write_new, write_record
 from omni_deploy.validate.context import Options
 from omni_deploy.validate.runner import FileReport, validate_file
-
-
-@dataclass
-class ServeRequest:
-    """What the serve command was asked for, options parsed (platform chosen, target version known)."""
-
-    file: str
-    platform: str
-    target_version: str
-    launch: LaunchOptions
-    run_dir: Path | None = None
-    dry_run: bool = False
-    skip_preflight: bool = False
-    no_wait: bool = False
-    ready_timeout: float = 1800
-    stop_grace: float = 10
-    fmt: str = "text"
 
 
 @dataclass

@@ -14,7 +14,8 @@ from omni_deploy.host import detect_platform, probe_host
 from omni_deploy.knowledge.versions import default_target_version
 from omni_deploy.serve.launch import exec_server, supervise
 from omni_deploy.serve.ports import check_port_free
-from omni_deploy.serve.prepare import ServeRequest, check, dry_run_text, prepare, refusal_lines
+from omni_deploy.serve.prepare import check, dry_run_text, prepare, refusal_lines
+from omni_deploy.serve.request import ServeRequest
 from omni_deploy.validate.report import text as report_text
 
 Echo = Callable[[str, bool], None]  # (text, to stderr)

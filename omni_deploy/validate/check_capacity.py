@@ -107,9 +107,12 @@ def check_gpu_memory(ctx: Context) -> list[Finding]:
     ]
 
 
+_Entries = dict[str, list[tuple[int, float, Origin]]]  # device -> (stage id, value, origin)
+
+
 def _memory_on(ctx: Context, platform: str, applied: PlatformApplied) -> list[Finding]:
-    shares: dict[str, list[tuple[int, float, Origin]]] = defaultdict(list)
-    budgets: dict[str, list[tuple[int, float, Origin]]] = defaultdict(list)
+    shares: _Entries = defaultdict(list)
+    budgets: _Entries = defaultdict(list)
     findings = []
     gib = ctx.options.gpu_memory_gib
     for stage in applied.stages:
@@ -136,17 +139,24 @@ def _memory_on(ctx: Context, platform: str, applied: PlatformApplied) -> list[Fi
                     f"({util:g} x {gib:g} GiB = {util * gib:.2f} GiB)",
                 )
             )
-    top = ctx.deployment.top
+    findings += _over_shares(ctx, platform, shares)
+    if gib:
+        findings += _over_budgets(ctx, platform, budgets, gib)
+    return findings
+
+
+def _over_shares(ctx: Context, platform: str, shares: _Entries) -> list[Finding]:
+    """E350 / W351 per device whose stages ask for more than 95 % of it."""
+    findings = []
     for device, entries in sorted(shares.items()):
         total = round(sum(v for _, v, _ in entries), 6)
         if total <= 0.95:
             continue
         code = codes.E350 if total > 1.0 + 1e-9 else codes.W351
-        chosen = blame.pick([o for _, _, o in entries], top)
-        sid = entries[-1 if chosen is None else chosen][0]
+        chosen, sid, origin = _blamed(ctx, entries)
         findings.append(
             at(
-                None if chosen is None else entries[chosen][2],
+                origin,
                 ctx.file,
                 code,
                 f"{jsonpath.stage(sid)}.gpu_memory_utilization",
@@ -157,23 +167,35 @@ def _memory_on(ctx: Context, platform: str, applied: PlatformApplied) -> list[Fi
                 else "less than 5 % is left for CUDA graphs, cuDNN workspaces and fragmentation",
             )
         )
-    if gib:
-        for device, entries in sorted(budgets.items()):
-            total = sum(v for _, v, _ in entries)
-            if total > gib * GIB:
-                chosen = blame.pick([o for _, _, o in entries], top)
-                sid = entries[-1 if chosen is None else chosen][0]
-                findings.append(
-                    at(
-                        None if chosen is None else entries[chosen][2],
-                        ctx.file,
-                        codes.E352,
-                        f"{jsonpath.stage(sid)}.kv_cache_memory_bytes",
-                        f"on {platform}: KV budgets on device {device} add up to {total / GIB:.2f} GiB, more than "
-                        f"the {gib:g} GiB card ({_listing(entries, chosen, lambda v: f'{v / GIB:.2f} GiB')})",
-                    )
-                )
     return findings
+
+
+def _over_budgets(ctx: Context, platform: str, budgets: _Entries, gib: float) -> list[Finding]:
+    """E352 per device whose KV budgets add up to more than the card."""
+    findings = []
+    for device, entries in sorted(budgets.items()):
+        total = sum(v for _, v, _ in entries)
+        if total > gib * GIB:
+            chosen, sid, origin = _blamed(ctx, entries)
+            findings.append(
+                at(
+                    origin,
+                    ctx.file,
+                    codes.E352,
+                    f"{jsonpath.stage(sid)}.kv_cache_memory_bytes",
+                    f"on {platform}: KV budgets on device {device} add up to {total / GIB:.2f} GiB, more than "
+                    f"the {gib:g} GiB card ({_listing(entries, chosen, lambda v: f'{v / GIB:.2f} GiB')})",
+                )
+            )
+    return findings
+
+
+def _blamed(ctx: Context, entries: list[tuple[int, float, Origin]]) -> tuple[int | None, int, Origin | None]:
+    """The entry a sum's finding points at (the value the validated file set; blame.pick), its
+    stage, and its origin; (None, last stage, None) when no file the user named set one."""
+    chosen = blame.pick([o for _, _, o in entries], ctx.deployment.top)
+    sid = entries[-1 if chosen is None else chosen][0]
+    return chosen, sid, None if chosen is None else entries[chosen][2]
 
 
 def _listing(

@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterable
 
 from omni_deploy import codes, jsonpath
 from omni_deploy.codes import Code
-from omni_deploy.config.nodes import Map, Node, Origin, Seq, child_path
+from omni_deploy.config.nodes import Entry, Map, Node, Origin, Seq, child_path
 from omni_deploy.config.stage_schema import PLATFORMS
 from omni_deploy.knowledge.keys import NPU_GRAPH_KEYS
 from omni_deploy.knowledge.readers import (
@@ -302,67 +302,68 @@ def check_keys(ctx: Context) -> list[Finding]:
     root = ctx.deployment.config
     if not walker.reads.exact:
         walker.add(None, codes.I314, "$", f"keys are checked against {walker.reads.source}")
-
-    def top_unknown(name: str) -> tuple[Code, str]:
-        return codes.W301, f"unknown top-level key '{name}': vllm-omni ignores it"
-
-    reads_top = {}
-    for key, entry in root.entries.items():
-        if key == "runtime" and _runtime_read(walker, root):
-            continue
-        reads_top[str(key)] = walker.key(str(key), child_path("$", key), entry.key_origin, "top", top_unknown)
-
-    def duplex_unknown(name: str) -> tuple[Code, str]:
-        return codes.E304, f"unknown duplex_session key '{name}': vllm-omni refuses to start"
-
+    reads_top = {
+        str(key): walker.key(str(key), child_path("$", key), entry.key_origin, "top", _top_unknown)
+        for key, entry in root.entries.items()
+        if not (key == "runtime" and _runtime_read(walker, root))
+    }
     if reads_top.get("duplex_session"):
-        walker.mapping(root.get("duplex_session"), "$.duplex_session", "duplex_session", duplex_unknown)
-
+        walker.mapping(root.get("duplex_session"), "$.duplex_session", "duplex_session", _duplex_unknown)
     for path, stage, place in _stage_entries(root):
         _check_stage(walker, stage, path, place)
-
-    def connector_unknown(name: str) -> tuple[Code, str]:
-        return codes.W306, f"unknown connector key '{name}'"
-
     connectors = ctx.deployment.connectors()
     for name, connector in connectors.items() if connectors else []:
-        walker.mapping(connector, child_path("$.connectors", name), "connector", connector_unknown)
-
+        walker.mapping(connector, child_path("$.connectors", name), "connector", _connector_unknown)
     found = ctx.deployment.code2wav_connector()
     if found is not None:
-        name, connector = found
-
-        def extra_unknown(key: str) -> tuple[Code, str]:
-            return (
-                codes.W303,
-                f"'{key}' is not a MiniCPM-o Code2Wav option: the connector extra never reads it",
-            )
-
-        extra = connector.get("extra")
-        for key, entry in extra.entries.items() if isinstance(extra, Map) else []:
-            if str(key) in NPU_GRAPH_KEYS:
-                continue  # check_platform_rules says where it belongs
-            walker.key(str(key), child_path(jsonpath.connector_extra(name), key), entry.key_origin, "code2wav",
-                       extra_unknown)  # fmt: skip
-
+        _check_code2wav_extra(walker, *found)
     platforms = ctx.deployment.platform_sections()
     for plat, entry in platforms.entries.items() if platforms else []:
-        plat_path = child_path("$.platforms", plat)
-        if plat not in PLATFORMS:
-            close = near_miss(str(plat), PLATFORMS)
-            if close is not None:
-                walker.add(entry.key_origin, codes.E307, plat_path,
-                           f"unknown platform '{plat}', one slip from '{close}': its section is never applied",
-                           f"did you mean '{close}'?")  # fmt: skip
-            else:
-                walker.add(entry.key_origin, codes.W305, plat_path,
-                           f"unknown platform '{plat}': vllm-omni applies only {', '.join(PLATFORMS)}")  # fmt: skip
-
-        def platform_unknown(key: str) -> tuple[Code, str]:
-            return codes.W305, f"unknown platform key '{key}': ignored"
-
-        walker.mapping(entry.node, plat_path, "platform", platform_unknown)
+        _check_platform(walker, str(plat), entry)
     return walker.findings
+
+
+def _top_unknown(name: str) -> tuple[Code, str]:
+    return codes.W301, f"unknown top-level key '{name}': vllm-omni ignores it"
+
+
+def _duplex_unknown(name: str) -> tuple[Code, str]:
+    return codes.E304, f"unknown duplex_session key '{name}': vllm-omni refuses to start"
+
+
+def _connector_unknown(name: str) -> tuple[Code, str]:
+    return codes.W306, f"unknown connector key '{name}'"
+
+
+def _extra_unknown(key: str) -> tuple[Code, str]:
+    return codes.W303, f"'{key}' is not a MiniCPM-o Code2Wav option: the connector extra never reads it"
+
+
+def _platform_unknown(key: str) -> tuple[Code, str]:
+    return codes.W305, f"unknown platform key '{key}': ignored"
+
+
+def _check_code2wav_extra(walker: _KeyWalker, name: str, connector: Map) -> None:
+    extra = connector.get("extra")
+    for key, entry in extra.entries.items() if isinstance(extra, Map) else []:
+        if str(key) in NPU_GRAPH_KEYS:
+            continue  # check_platform_rules says where it belongs
+        walker.key(str(key), child_path(jsonpath.connector_extra(name), key), entry.key_origin, "code2wav",
+                   _extra_unknown)  # fmt: skip
+
+
+def _check_platform(walker: _KeyWalker, plat: str, entry: Entry) -> None:
+    plat_path = child_path("$.platforms", plat)
+    if plat not in PLATFORMS:
+        close = near_miss(plat, PLATFORMS)
+        if close is not None:
+            walker.add(entry.key_origin, codes.E307, plat_path,
+                       f"unknown platform '{plat}', one slip from '{close}': its section is never applied",
+                       f"did you mean '{close}'?")  # fmt: skip
+        else:
+            walker.add(entry.key_origin, codes.W305, plat_path,
+                       f"unknown platform '{plat}': vllm-omni applies only {', '.join(PLATFORMS)}")  # fmt: skip
+    walker.mapping(entry.node, plat_path, "platform", _platform_unknown)
 
 
 def _stage_entries(root: Map) -> Iterable[tuple[str, Map, str]]:

@@ -21,7 +21,8 @@ from omni_deploy.host import assumed_host, probe_host
 from omni_deploy.k8s.build import build
 from omni_deploy.k8s.options import K8sOptions
 from omni_deploy.launch.options import LaunchOptions
-from omni_deploy.serve.prepare import ServeRequest, prepare
+from omni_deploy.serve.prepare import prepare
+from omni_deploy.serve.request import ServeRequest
 from omni_deploy.speaker_rules import DECISION_ENV
 from omni_deploy.validate.context import Options
 from omni_deploy.validate.runner import validate_deployment
