@@ -20,7 +20,9 @@ if TYPE_CHECKING:
 @click.option(
     "--image", default=None, help="Container image with vllm-omni and omni-deploy (docs/kubernetes.md)."
 )
-@click.option("--name", default=None, help=f"Name of the objects (a DNS-1123 label; default: {K8sOptions.name}).")
+@click.option(
+    "--name", default=None, help=f"Name of the objects (a DNS-1123 label; default: {K8sOptions.name})."
+)
 @click.option(
     "--namespace", default=None, help="Namespace to put into the objects (default: none, kubectl's)."
 )

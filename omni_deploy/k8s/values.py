@@ -182,6 +182,29 @@ def _checked(where: _Where, check: Any, *args: Any) -> None:
         raise where.fail(str(error)) from None
 
 
+def _class_name(where: _Where, key: str) -> str:
+    value = _string(where)
+    _checked(where, check_dns_subdomain, value, key)
+    return value
+
+
+# values key -> (the Scheduling field it sets, how its value is read and checked)
+_READERS: dict[str, tuple[str, Any]] = {
+    "nodeSelector": ("node_selector", lambda w: _string_map(w, check_selector_entry)),
+    "labels": ("labels", lambda w: _string_map(w, check_label)),
+    "annotations": ("annotations", lambda w: _string_map(w, check_annotation)),
+    "tolerations": ("tolerations", lambda w: tuple(_toleration(item) for item in _items(w))),
+    "affinity": ("affinity", lambda w: _mapping(w, _AFFINITY_KEYS)),
+    "topologySpreadConstraints": (
+        "topology_spread_constraints",
+        lambda w: tuple(_mapping(item) for item in _items(w)),
+    ),
+    "runtimeClassName": ("runtime_class", lambda w: _class_name(w, "runtimeClassName")),
+    "priorityClassName": ("priority_class", lambda w: _class_name(w, "priorityClassName")),
+    "imagePullSecrets": ("image_pull_secrets", lambda w: tuple(_pull_secret(item) for item in _items(w))),
+}
+
+
 def parse_values(root: Map) -> Values:
     fields: dict[str, Any] = {}
     namespace = None
@@ -192,24 +215,9 @@ def parse_values(root: Map) -> Values:
         if key == "namespace":
             namespace = _string(where)
             _checked(where, check_dns_label, namespace, "namespace")
-        elif key == "nodeSelector":
-            fields["node_selector"] = _string_map(where, check_selector_entry)
-        elif key == "labels":
-            fields["labels"] = _string_map(where, check_label)
-        elif key == "annotations":
-            fields["annotations"] = _string_map(where, check_annotation)
-        elif key == "tolerations":
-            fields["tolerations"] = tuple(_toleration(item) for item in _items(where))
-        elif key == "affinity":
-            fields["affinity"] = _mapping(where, _AFFINITY_KEYS)
-        elif key == "topologySpreadConstraints":
-            fields["topology_spread_constraints"] = tuple(_mapping(item) for item in _items(where))
-        elif key in ("runtimeClassName", "priorityClassName"):
-            value = _string(where)
-            _checked(where, check_dns_subdomain, value, str(key))
-            fields["runtime_class" if key == "runtimeClassName" else "priority_class"] = value
-        else:  # imagePullSecrets
-            fields["image_pull_secrets"] = tuple(_pull_secret(item) for item in _items(where))
+        else:
+            name, read = _READERS[str(key)]
+            fields[name] = read(where)
     return Values(namespace, Scheduling(**fields))
 
 
