@@ -111,28 +111,32 @@ def registry(root: Path) -> dict[str, tuple[str, str, int]]:
     if not path.is_file():
         return {}
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    imported = {}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.module:
-            for alias in node.names:
-                imported[alias.asname or alias.name] = (node.module, alias.name)
+    imported = {
+        alias.asname or alias.name: (node.module, alias.name)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and node.module
+        for alias in node.names
+    }
     out: dict[str, tuple[str, str, int]] = {}
     for node in ast.walk(tree):
         value = node.value if isinstance(node, (ast.Assign, ast.AnnAssign)) else None
         if not isinstance(value, ast.Dict):
             continue
         for key, item in zip(value.keys, value.values, strict=True):
-            if not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
-                continue
-            if isinstance(item, ast.Tuple) and len(item.elts) == 2:
-                parts = [
-                    e.value for e in item.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)
-                ]
-                if len(parts) == 2:
-                    out[key.value] = (str(parts[0]), str(parts[1]), key.lineno)
-            elif isinstance(item, ast.Name) and item.id in imported:
-                out[key.value] = (*imported[item.id], key.lineno)
+            found = _registered(item, imported)
+            if found is not None and isinstance(key, ast.Constant) and isinstance(key.value, str):
+                out[key.value] = (*found, key.lineno)
     return out
+
+
+def _registered(item: ast.expr, imported: dict[str, tuple[str, str]]) -> tuple[str, str] | None:
+    """(module, attribute) of one registry value: a ("module", "ATTR") pair, or an imported name."""
+    if isinstance(item, ast.Tuple) and len(item.elts) == 2:
+        parts = [e.value for e in item.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]
+        return (str(parts[0]), str(parts[1])) if len(parts) == 2 else None
+    if isinstance(item, ast.Name) and item.id in imported:
+        return imported[item.id]
+    return None
 
 
 def _keyword(call: ast.Call, name: str) -> ast.expr | None:

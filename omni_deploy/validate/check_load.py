@@ -117,7 +117,7 @@ def load_deployment(name: str, options: Options, text: str | None = None) -> Dep
         Why: such bytes come from copy and paste or a binary file; vllm-omni either refuses them or
             reads a value that is not what the file shows.
         Fails:
-            # not run: a control character (U+0001) after the x, invisible here
+            # shown, not run by the tests: a control character (U+0001) after the x, invisible here
             async_chunk: x
         Passes:
             async_chunk: true
@@ -160,7 +160,7 @@ def load_deployment(name: str, options: Options, text: str | None = None) -> Dep
         Why: a chain that long is a generated or hostile file; following it without a cap costs
             unbounded time and memory.
         Fails:
-            # not run: the 33 files of a chain do not fit an example
+            # shown, not run by the tests: the 33 files of a chain do not fit an example
             base_config: chain/c01.yaml  # c01 names c02, ..., c32 names c33
         Passes:
             base_config: minicpmo_4_5_turn.yaml  # a chain of two files

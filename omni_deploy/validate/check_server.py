@@ -94,14 +94,14 @@ def check_server(ctx: Context) -> list[Finding]:
         Why: the real code is the last word on what it accepts; a static model can lag behind a
             release, the child cannot.
         Fails:
-            # not run: needs vllm-omni installed for the interpreter the server runs with
+            # shown, not run by the tests: needs vllm-omni installed for the interpreter the server runs with
             # options: --server-check on
             base_config: minicpmo_4_5_turn.yaml
             stages:
               - stage_id: 1
                 enable_lora: true
         Passes:
-            # not run: needs vllm-omni installed for the interpreter the server runs with
+            # shown, not run by the tests: needs vllm-omni installed for the interpreter the server runs with
             # options: --server-check on
             base_config: minicpmo_4_5_turn.yaml
     E396:
@@ -110,22 +110,34 @@ def check_server(ctx: Context) -> list[Finding]:
         Why: the server then starts with no connector configuration at all, and stages that need one
             fail on the first request.
         Fails:
-            # not run: needs vllm-omni installed for the interpreter the server runs with
+            # shown, not run by the tests: needs vllm-omni installed for the interpreter the server runs with
             # options: --server-check on
-            base_config: minicpmo_4_5_turn.yaml
+            pipeline: minicpmo_4_5
             connectors:
-              connector_of_shared_memory:
-                name: null
+              shm:
+                extra: {codec_chunk_frames: 25}
+            stages:
+              - {stage_id: 0, devices: "0"}
+              - {stage_id: 1, devices: "0", output_connectors: {to_stage_2: shm}}
+              - {stage_id: 2, devices: "0", input_connectors: {from_stage_1: shm}}
         Passes:
-            # not run: needs vllm-omni installed for the interpreter the server runs with
+            # shown, not run by the tests: needs vllm-omni installed for the interpreter the server runs with
             # options: --server-check on
-            base_config: minicpmo_4_5_turn.yaml
+            pipeline: minicpmo_4_5
+            connectors:
+              shm:
+                name: SharedMemoryConnector
+                extra: {codec_chunk_frames: 25}
+            stages:
+              - {stage_id: 0, devices: "0"}
+              - {stage_id: 1, devices: "0", output_connectors: {to_stage_2: shm}}
+              - {stage_id: 2, devices: "0", input_connectors: {from_stage_1: shm}}
     E397:
         What it does: with --server-check on, reports a file the server check could not run on or
             could not decide (no vllm-omni for the interpreter, stdin, an import its pipeline needs).
         Why: "on" asks for the real code's verdict; without it the file is not known to start.
         Fails:
-            # not run: the serving interpreter must lack vllm-omni, or what the pipeline imports
+            # shown, not run by the tests: the serving interpreter must lack vllm-omni, or what the pipeline imports
             # options: --server-check on
             base_config: minicpmo_4_5_turn.yaml
         Passes:

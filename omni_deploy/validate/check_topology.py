@@ -7,7 +7,7 @@ import re
 
 from omni_deploy import codes, jsonpath
 from omni_deploy.config.merge import DEEP_MERGE_KEYS
-from omni_deploy.config.nodes import Map, Origin, Scalar, Seq, child_path
+from omni_deploy.config.nodes import Entry, Map, Origin, Scalar, Seq, child_path
 from omni_deploy.knowledge.keys import CODE2WAV
 from omni_deploy.validate.context import Context
 from omni_deploy.validate.findings import Finding, at
@@ -371,28 +371,7 @@ def check_connectors(ctx: Context) -> list[Finding]:
                 continue
             for key, entry in wiring.entries.items():
                 path = child_path(f"$.stages[{i}].{field}", key)
-                match = pattern.match(str(key))
-                if match is None:
-                    expected = "from_stage_N" if field == "input_connectors" else "to_stage_N"
-                    findings.append(
-                        at(
-                            entry.key_origin,
-                            ctx.file,
-                            codes.W333,
-                            path,
-                            f"'{key}' is not of the form {expected}; vllm-omni will not wire it",
-                        )
-                    )
-                elif int(match.group(1)) not in stage_ids:
-                    findings.append(
-                        at(
-                            entry.key_origin,
-                            ctx.file,
-                            codes.E331,
-                            path,
-                            f"stage {match.group(1)} does not exist",
-                        )
-                    )
+                findings += _wiring_key(ctx, field, str(key), pattern.match(str(key)), entry, path, stage_ids)
                 if isinstance(entry.node, Map) and inline_ok:
                     _nameless(ctx, findings, f"written inline at {path}", entry.node, entry.key_origin, path)
                     continue
@@ -403,29 +382,48 @@ def check_connectors(ctx: Context) -> list[Finding]:
                         _nameless(ctx, findings, f"'{value}'", target, connectors.entries[value].key_origin,
                                   child_path(defined_at, value))  # fmt: skip
                 if str(value) not in names:
-                    close = difflib.get_close_matches(str(value), names, n=1)
-                    hint = (
-                        f"did you mean '{close[0]}'?"
-                        if close
-                        else (
-                            f"defined connectors: {', '.join(names)}"
-                            if names
-                            else "the file defines no connectors"
-                        )
-                    )
-                    findings.append(
-                        at(
-                            entry.node.origin,
-                            ctx.file,
-                            codes.E330,
-                            path,
-                            f"connector {value!r} is not defined under {defined_at[2:]} (vllm-omni's "
-                            "connector set-up fails, and it starts with no connector configuration)",
-                            hint,
-                        )
-                    )
+                    findings.append(_undefined(ctx, value, names, defined_at, entry.node.origin, path))
     findings.extend(_misplaced_code2wav(ctx))
     return findings
+
+
+def _wiring_key(
+    ctx: Context,
+    field: str,
+    key: str,
+    match: re.Match[str] | None,
+    entry: Entry,
+    path: str,
+    stage_ids: set[object],
+) -> list[Finding]:
+    """W333 for a key not of the form from_stage_N / to_stage_N, E331 for a stage N that is not there."""
+    if match is None:
+        expected = "from_stage_N" if field == "input_connectors" else "to_stage_N"
+        message = f"'{key}' is not of the form {expected}; vllm-omni will not wire it"
+        return [at(entry.key_origin, ctx.file, codes.W333, path, message)]
+    if int(match.group(1)) not in stage_ids:
+        return [at(entry.key_origin, ctx.file, codes.E331, path, f"stage {match.group(1)} does not exist")]
+    return []
+
+
+def _undefined(
+    ctx: Context, value: object, names: list[str], defined_at: str, origin: Origin, path: str
+) -> Finding:
+    """E330: a wired connector name the file does not define (with "did you mean")."""
+    close = difflib.get_close_matches(str(value), names, n=1)
+    if close:
+        hint = f"did you mean '{close[0]}'?"
+    else:
+        hint = f"defined connectors: {', '.join(names)}" if names else "the file defines no connectors"
+    return at(
+        origin,
+        ctx.file,
+        codes.E330,
+        path,
+        f"connector {value!r} is not defined under {defined_at[2:]} (vllm-omni's "
+        "connector set-up fails, and it starts with no connector configuration)",
+        hint,
+    )
 
 
 def _misplaced_code2wav(ctx: Context) -> list[Finding]:

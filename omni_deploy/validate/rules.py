@@ -20,7 +20,9 @@ summary, one section per code, in this form:
 An example is a deploy file, which may overlay the bundled MiniCPM-o 4.5 turn profile
 (`base_config: minicpmo_4_5_turn.yaml`) and start with `# options: --gpus-per-node 1` for
 validate's options, or a command line `$ omni-deploy validate FILE`. tests/validate/test_rules.py
-runs every example: the one that fails must report its code, the one that passes must not.
+runs every example: the one that fails must report its code, the one that passes neither it nor
+any error. An example that cannot run here starts `# shown, not run by the tests: WHY` (the test
+holds a short list of those).
 `omni-deploy rule CODE` prints a code's page, docs/findings.md holds them all.
 """
 

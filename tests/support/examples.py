@@ -4,13 +4,46 @@ from __future__ import annotations
 
 import re
 import shlex
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from omni_deploy.knowledge.versions import RELEASED
 from omni_deploy.validate.context import Options, model_shape_from_config
 from omni_deploy.validate.runner import FileReport, validate_file
 
 OPTIONS = re.compile(r"^# options: (.*)$")
+Setter = Callable[[Options, str, Path], None]
+
+
+def _platform(options: Options, value: str, _: Path) -> None:
+    options.platforms = (*(options.platforms or ()), value)
+
+
+def _set(name: str, convert: Callable[[str, Path], Any] = lambda value, _: value) -> Setter:
+    def setter(options: Options, value: str, path: Path) -> None:
+        setattr(options, name, convert(value, path))
+
+    return setter
+
+
+def _beside(value: str, path: Path) -> Path:
+    return (path.parent / value).resolve()
+
+
+# `# options:` flags -> how each sets validate's Options (a path is taken from the example's folder).
+SETTERS: dict[str, Setter] = {
+    "--platform": _platform,
+    "--target-version": _set("target_version"),
+    "--gpu-memory-gib": _set("gpu_memory_gib", lambda v, _: float(v)),
+    "--gpus-per-node": _set("gpus_per_node", lambda v, _: int(v)),
+    "--vllm-omni-source": _set("vllm_omni_source", _beside),
+    "--server-check": _set("server_check"),
+    "--server-python": _set("server_python", lambda v, p: str(_beside(v, p))),
+    "--server-timeout": _set("server_timeout_s", lambda v, _: float(v)),
+    "--server-memory-gib": _set("server_memory_gib", lambda v, _: float(v)),
+    "--model-config": _set("model_shape", lambda v, p: model_shape_from_config(p.parent / v)),
+}
 
 
 def example_options(path: Path) -> Options:
@@ -22,28 +55,9 @@ def example_options(path: Path) -> Options:
             continue
         args = shlex.split(match.group(1))
         for flag, value in zip(args[::2], args[1::2], strict=True):
-            if flag == "--platform":
-                options.platforms = (*(options.platforms or ()), value)
-            elif flag == "--target-version":
-                options.target_version = value
-            elif flag == "--gpu-memory-gib":
-                options.gpu_memory_gib = float(value)
-            elif flag == "--gpus-per-node":
-                options.gpus_per_node = int(value)
-            elif flag == "--vllm-omni-source":
-                options.vllm_omni_source = (path.parent / value).resolve()
-            elif flag == "--server-check":
-                options.server_check = value
-            elif flag == "--server-python":
-                options.server_python = str((path.parent / value).resolve())
-            elif flag == "--server-timeout":
-                options.server_timeout_s = float(value)
-            elif flag == "--server-memory-gib":
-                options.server_memory_gib = float(value)
-            elif flag == "--model-config":
-                options.model_shape = model_shape_from_config(path.parent / value)
-            else:
+            if flag not in SETTERS:
                 raise AssertionError(f"{path.name}: unknown option {flag}")
+            SETTERS[flag](options, value, path)
     return options
 
 
