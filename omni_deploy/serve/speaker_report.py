@@ -15,9 +15,9 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from omni_deploy.speaker_rules import PLUGIN_NAME, PLUGINS_ALLOWLIST_ENV, REPORT_MARK
+from omni_deploy.speaker_rules import LOG_PREFIX, PLUGIN_NAME, PLUGINS_ALLOWLIST_ENV, REPORT_MARK
 
-WARNING_MARK = "omni-deploy CAM++:"
+WARNING_MARK = LOG_PREFIX  # the plugin's warnings begin with it
 _FIELD = re.compile(r"([a-z][a-z0-9-]*)=(\S+)")
 
 
