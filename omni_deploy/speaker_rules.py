@@ -15,6 +15,20 @@ Precedence, first match wins (Code2Wav stage of MiniCPM-o 4.5):
 A stage that does not run on CUDA keeps ONNX Runtime on the CPU whatever the above says (env
 OMNI_DEPLOY_SPK_ALLOW_CPU=1 lets the CPU stand in for CUDA, for tests). Matmul TF32 for cuda-torch:
 env OMNI_DEPLOY_SPK_TF32=1|0 if set, else `token2wav_allow_tf32` (default true).
+
+Other vllm-omni 0.30.0 models that run CAM++ on the CPU (`MODELS`, `choose_for`):
+- Ming-TTS runs it in its stage-0 process (which owns a GPU): on by default, `ming_device_spk` in
+  that stage's connector extra (the connector of its edge to stage 1) turns it off, env
+  OMNI_DEPLOY_SPK_BACKEND overrides as for MiniCPM-o.
+- CosyVoice3 and GLM-TTS run it in their multimodal processor, in the API server process, which
+  owns no GPU of its own: off unless env OMNI_DEPLOY_SPK_PROCESSOR=cuda-torch (opt-in). A speaker
+  model vllm-omni already runs on the GPU (CosyVoice3's TensorRT engine, GLM-TTS's ONNX Runtime with
+  the CUDA provider) is never replaced.
+
+The environment rules mirror the code that applies them, character for character: vLLM's
+VLLM_PLUGINS allowlist (split on commas, nothing stripped), its logging switches, what its Ray
+executor copies to workers, and vllm-omni's MINICPMO_TOKEN2WAV_TRT (`== "1"`) and `token2wav_trt`
+(Python truth, so the string "false" is true there).
 """
 
 from __future__ import annotations
@@ -43,6 +57,9 @@ ENV_TRT = "MINICPMO_TOKEN2WAV_TRT"  # vllm-omni's own TensorRT switch
 ENV_ALLOW_CPU = "OMNI_DEPLOY_SPK_ALLOW_CPU"  # 1: the CPU stands in for CUDA (tests)
 ENV_MAX_FAILURES = "OMNI_DEPLOY_SPK_MAX_FAILURES"  # consecutive encoder failures before ORT for good
 DEFAULT_MAX_FAILURES = 3
+ENV_PROCESSOR = "OMNI_DEPLOY_SPK_PROCESSOR"  # opt-in for processors in the API server: cuda-torch
+ENV_VERIFIED_ONLY = "OMNI_DEPLOY_SPK_VERIFIED_ONLY"  # 1: refuse a vllm-omni not in VERIFIED_VLLM_OMNI
+ENV_REPORT_DIR = "OMNI_DEPLOY_SPK_REPORT_DIR"  # where each process writes its report (serve sets it)
 # The variables that change the decision; a stage's `runtime.env` may set any of them.
 DECISION_ENV = (ENV_TRT, ENV_BACKEND, ENV_TF32)
 
@@ -91,7 +108,7 @@ def choose(extra: Mapping[str, Any], env: Mapping[str, str], on_cuda: bool) -> C
     def done(backend: Backend, by: str, explicit: bool) -> Choice:
         return Choice(backend, by, explicit, tf32, tf32_by, tuple(problems))
 
-    trt, _ = _setting(extra, KEY_TRT, problems)
+    trt = vllm_omni_truth(extra, KEY_TRT, problems)
     device_spk, device_spk_explicit = _setting(extra, KEY_DEVICE_SPK, problems)
     if not on_cuda:
         return done(CPU_ORT, "platform (not CUDA)", False)
@@ -141,11 +158,194 @@ def _env_backend(env: Mapping[str, str], problems: list[str]) -> Backend | None:
     return None
 
 
+def vllm_omni_truth(extra: Mapping[str, Any], key: str, problems: list[str]) -> bool:
+    """A key vllm-omni reads itself with `bool(extra.get(key, False))`: Python truth, as it does.
+    A string is noted, since `"false"` is true there."""
+    raw = extra.get(key)
+    if isinstance(raw, str):
+        problems.append(f"{key}: {raw!r} is a string; vllm-omni takes bool({raw!r}) = {bool(raw)}")
+    return bool(raw)
+
+
+# --- Other models (vllm-omni 0.30.0): where CAM++ runs and what decides it --------------------------
+
+STAGE, PROCESSOR = "stage", "processor"
+KEY_MING_DEVICE_SPK = "ming_device_spk"
+
+
+@dataclass(frozen=True)
+class Model:
+    """One vllm-omni model whose CAM++ the plugin can move to CUDA."""
+
+    pipeline: str  # the deploy file's `pipeline:` name
+    title: str
+    where: str  # STAGE: a stage process that owns a GPU; PROCESSOR: the API server's processor
+    key: str | None  # deploy-file switch in that stage's connector extra (None: environment only)
+    stage: int | None  # the stage whose connector extra holds `key`
+    connector: str | None  # which of that stage's connectors: "input" or "output"
+
+
+MINICPMO = Model("minicpmo_4_5", "MiniCPM-o 4.5 Code2Wav", STAGE, KEY_DEVICE_SPK, 2, "input")
+MING_TTS = Model("ming_tts", "Ming-TTS speaker extractor", STAGE, KEY_MING_DEVICE_SPK, 0, "output")
+COSYVOICE3 = Model("cosyvoice3", "CosyVoice3 multimodal processor", PROCESSOR, None, None, None)
+GLM_TTS = Model("glm_tts", "GLM-TTS multimodal processor", PROCESSOR, None, None, None)
+MODELS: dict[str, Model] = {m.pipeline: m for m in (MINICPMO, MING_TTS, COSYVOICE3, GLM_TTS)}
+
+
+def choose_for(model: Model, extra: Mapping[str, Any], env: Mapping[str, str], on_cuda: bool) -> Choice:
+    """The backend the rules give `model` in one process. `extra` is the connector extra of the
+    model's stage (empty for a processor), `env` that process's environment."""
+    if model is MINICPMO:
+        return choose(extra, env, on_cuda)
+    problems: list[str] = []
+    tf32, tf32_by = True, "default"
+    env_tf32 = as_bool(env.get(ENV_TF32)) if env.get(ENV_TF32) else None
+    if env_tf32 is not None:
+        tf32, tf32_by = env_tf32, f"env {ENV_TF32}"
+
+    def done(backend: Backend, by: str, explicit: bool) -> Choice:
+        return Choice(backend, by, explicit, tf32, tf32_by, tuple(problems))
+
+    if not on_cuda:
+        return done(CPU_ORT, "platform (not CUDA)", False)
+    if model.where == PROCESSOR:
+        raw = env.get(ENV_PROCESSOR, "").strip()
+        if raw == CUDA_TORCH:
+            return done(CUDA_TORCH, f"env {ENV_PROCESSOR}", True)
+        if raw and raw != CPU_ORT:
+            problems.append(f"env {ENV_PROCESSOR}={raw!r} ignored: it takes cuda-torch or cpu-onnxruntime")
+        # Opt-in: the API server owns no GPU; the CUDA path there opens a CUDA context on its first
+        # device (docs/speaker-backends.md gives what that costs).
+        return done(CPU_ORT, f"env {ENV_PROCESSOR}" if raw == CPU_ORT else f"env {ENV_PROCESSOR} (unset: opt-in)",
+                    raw == CPU_ORT)  # fmt: skip
+    override = env.get(ENV_BACKEND, "").strip()
+    if override in (CUDA_TORCH, CPU_ORT):
+        return done(CUDA_TORCH if override == CUDA_TORCH else CPU_ORT, f"env {ENV_BACKEND}", True)
+    if override:
+        problems.append(f"env {ENV_BACKEND}={override!r} ignored: it takes cuda-torch or cpu-onnxruntime")
+    assert model.key is not None
+    raw_key = extra.get(model.key)
+    value = as_bool(raw_key) if raw_key is not None else None
+    if raw_key is not None and value is None:
+        problems.append(f"{model.key}: {raw_key!r} is not a boolean; taken as true")
+    if value is False:
+        return done(CPU_ORT, model.key, True)
+    return done(CUDA_TORCH, model.key if value else f"{model.key} (default)", value is True)
+
+
+# --- What vLLM and vllm-omni do with the environment, mirrored exactly -------------------------------
+
+# vllm 0.30.0 (vllm/envs.py, vllm/plugins/__init__.py): VLLM_PLUGINS unset loads every plugin; set,
+# `os.environ["VLLM_PLUGINS"].split(",")` is the allowlist, compared name for name: nothing is
+# stripped, so "a, omni_deploy_campplus" allows " omni_deploy_campplus", not the plugin, and an empty
+# value allows none.
+
+
+def allowlist(value: str | None) -> list[str] | None:
+    """The allowlist vLLM reads from VLLM_PLUGINS (None: unset, every plugin loads)."""
+    return None if value is None else value.split(",")
+
+
 def allowlist_drops_plugin(value: str | None) -> bool:
-    """VLLM_PLUGINS, when set, is an allowlist of general plugins (vllm/plugins/__init__.py)."""
-    if value is None:
+    allowed = allowlist(value)
+    return allowed is not None and PLUGIN_NAME not in allowed
+
+
+def allowlist_fix(value: str) -> str:
+    """What VLLM_PLUGINS should say so that vLLM loads the plugin (and every plugin it meant)."""
+    names = [name.strip() for name in value.split(",") if name.strip()]
+    return ",".join([*[n for n in names if n != PLUGIN_NAME], PLUGIN_NAME])
+
+
+def allowlist_near_miss(value: str | None) -> str | None:
+    """The entry that was meant to name the plugin but does not, as vLLM compares it."""
+    for name in allowlist(value) or []:
+        if name != PLUGIN_NAME and name.strip() == PLUGIN_NAME:
+            return name
+    return None
+
+
+# vllm 0.30.0 vllm/ray/ray_env.py `get_env_vars_to_copy`: what a Ray worker gets of the driver's
+# environment (for a vllm-omni stage, the driver is that stage's engine-core process).
+RAY_PREFIXES = ("VLLM_", "FLASH_ATTENTION_", "LMCACHE_", "NCCL_", "UCX_", "HF_", "HUGGING_FACE_")
+RAY_EXTRA_VARS = ("PYTHONHASHSEED",)
+ENV_RAY_EXTRA_PREFIXES = "VLLM_RAY_EXTRA_ENV_VAR_PREFIXES_TO_COPY"
+ENV_RAY_EXTRA_VARS = "VLLM_RAY_EXTRA_ENV_VARS_TO_COPY"
+
+
+def _csv(value: str) -> set[str]:
+    return {token.strip() for token in value.split(",") if token.strip()}
+
+
+def ray_copies(name: str, env: Mapping[str, str], not_carried: frozenset[str] = frozenset()) -> bool:
+    """Whether vLLM's Ray executor copies variable `name` from the driver to its workers.
+    `not_carried` is the driver's VLLM_CONFIG_ROOT/ray_non_carry_over_env_vars.json list.
+    (vLLM also copies every variable it registers itself; none of ours is one.)"""
+    if name in not_carried:
         return False
-    return PLUGIN_NAME not in [name.strip() for name in value.split(",")]
+    prefixes = set(RAY_PREFIXES) | _csv(env.get(ENV_RAY_EXTRA_PREFIXES, ""))
+    return any(name.startswith(p) for p in prefixes) or name in set(RAY_EXTRA_VARS) | _csv(
+        env.get(ENV_RAY_EXTRA_VARS, "")
+    )
+
+
+def ray_view(env: Mapping[str, str], not_carried: frozenset[str] = frozenset()) -> dict[str, str]:
+    """The part of the driver's environment a Ray worker sees."""
+    return {k: v for k, v in env.items() if ray_copies(k, env, not_carried)}
+
+
+def ray_fix(names: list[str], env: Mapping[str, str]) -> str:
+    """The VLLM_RAY_EXTRA_ENV_VARS_TO_COPY value that carries `names` to Ray workers."""
+    have = sorted(_csv(env.get(ENV_RAY_EXTRA_VARS, "")) | set(names))
+    return f"{ENV_RAY_EXTRA_VARS}={','.join(have)}"
+
+
+# vllm 0.30.0 vllm/logger.py + envs.py: whether an INFO record of a `vllm.` logger is printed.
+LOGGING_LEVELS = {"CRITICAL": 50, "FATAL": 50, "ERROR": 40, "WARN": 30, "WARNING": 30, "INFO": 20, "DEBUG": 10,
+                  "NOTSET": 0}  # fmt: skip
+
+
+def report_line_logged(env: Mapping[str, str]) -> tuple[bool | None, str]:
+    """(whether the plugin's INFO report line reaches the server log, why); None: cannot tell."""
+    raw = env.get("VLLM_CONFIGURE_LOGGING", "1")
+    try:
+        configure = bool(int(raw))  # as vLLM reads it
+    except ValueError:
+        return None, f"VLLM_CONFIGURE_LOGGING={raw!r} is not an integer (vLLM fails reading it)"
+    if not configure:
+        return False, "VLLM_CONFIGURE_LOGGING=0: vLLM sets up no log handler, INFO lines are not printed"
+    if env.get("VLLM_LOGGING_CONFIG_PATH"):
+        return None, f"VLLM_LOGGING_CONFIG_PATH={env['VLLM_LOGGING_CONFIG_PATH']} decides"
+    level = env.get("VLLM_LOGGING_LEVEL", "INFO").upper()
+    number = LOGGING_LEVELS.get(level)
+    if number is None:
+        return None, f"VLLM_LOGGING_LEVEL={level!r} is not a logging level"
+    if number > LOGGING_LEVELS["INFO"]:
+        return False, f"VLLM_LOGGING_LEVEL={level}: INFO lines are not printed"
+    return True, f"VLLM_LOGGING_LEVEL={level}"
+
+
+# --- Versions ----------------------------------------------------------------------------------------
+
+# vllm-omni releases the plugin's hooks are verified against (its vllm tier runs their real classes);
+# each is a release of omni_deploy.knowledge.versions.RELEASES (a test holds the two together).
+VERIFIED_VLLM_OMNI: tuple[str, ...] = ("0.30.0",)
+
+
+def version_verdict(version: str | None, env: Mapping[str, str]) -> tuple[bool, str | None]:
+    """(whether the plugin may patch this vllm-omni, what to say about its version)."""
+    if version in VERIFIED_VLLM_OMNI:
+        return True, None
+    shown = version or "of unknown version"
+    if env.get(ENV_VERIFIED_ONLY) == "1":
+        return False, (
+            f"vllm-omni {shown} is not a release the plugin is verified against "
+            f"({', '.join(VERIFIED_VLLM_OMNI)}) and {ENV_VERIFIED_ONLY}=1 refuses it"
+        )
+    return True, (
+        f"vllm-omni {shown} is not a release the plugin is verified against ({', '.join(VERIFIED_VLLM_OMNI)}); "
+        f"it patches only where vllm-omni's code has the shapes it checks ({ENV_VERIFIED_ONLY}=1 refuses)"
+    )
 
 
 def reads_device_spk(source: str) -> bool:
