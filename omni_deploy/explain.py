@@ -20,7 +20,14 @@ from omni_deploy.launch.options import LaunchOptions
 from omni_deploy.launch.spec import launch_spec
 from omni_deploy.resolve.overview import overview
 from omni_deploy.resolve.speaker import SpeakerDecision
-from omni_deploy.speaker_rules import KEY_DEVICE_SPK, PLUGIN_NAME, PLUGINS_ALLOWLIST_ENV, Backend
+from omni_deploy.speaker_rules import (
+    KEY_DEVICE_SPK,
+    PLUGIN_NAME,
+    PLUGINS_ALLOWLIST_ENV,
+    Backend,
+    allowlist_fix,
+    allowlist_near_miss,
+)
 
 
 @dataclass
@@ -134,9 +141,12 @@ def probe_notes(host: HostCaps) -> list[str]:
     elif host.plugin_allowed:
         notes.append(f"  {PLUGINS_ALLOWLIST_ENV}={host.plugins_allowlist}: names {PLUGIN_NAME}")
     else:
+        near = allowlist_near_miss(host.plugins_allowlist)
+        why = f" (vLLM compares {near!r}: it splits on commas and strips nothing)" if near else ""
         notes.append(
-            f"  warning: {PLUGINS_ALLOWLIST_ENV}={host.plugins_allowlist} is an allowlist without {PLUGIN_NAME}: "
-            "vLLM will not load omni-deploy's plugin, and the Code2Wav stage keeps ONNX Runtime on the CPU"
+            f"  warning: {PLUGINS_ALLOWLIST_ENV}={host.plugins_allowlist} is an allowlist without {PLUGIN_NAME}{why}: "
+            "vLLM will not load omni-deploy's plugin, and the Code2Wav stage keeps ONNX Runtime on the CPU; "
+            f"fix: {PLUGINS_ALLOWLIST_ENV}={allowlist_fix(host.plugins_allowlist)}"
         )
     if host.vllm_on_path is None:
         notes.append("  `vllm` on PATH: none (omni-deploy serve needs one)")

@@ -1,18 +1,23 @@
-"""What the server said about its speaker-embedding backend: the plugin's report lines in its log.
+"""What the server said about its speaker-embedding backend: the plugin's report files and lines.
 
-omni-deploy's vLLM plugin logs one INFO line per MiniCPM-o Code2Wav stage when the stage builds
-its backend (`omni-deploy CAM++ report: stage=2 backend=cuda-torch device=cuda:0 ...`) and a
-WARNING (`omni-deploy CAM++: ...`) whenever it stands aside or falls back. After readiness `serve`
-reads them back, so the operator sees what each stage actually took, not what was asked for, and
-hears loudly when no stage reported (plugin not installed in the server's environment, left out by
-VLLM_PLUGINS, a `vllm` from another environment). Pure: lines in, a summary out.
+omni-deploy's vLLM plugin reports once per patched component (a MiniCPM-o Code2Wav stage, a
+processor, an extractor) when it settles its speaker path: a JSON file in the directory
+OMNI_DEPLOY_SPK_REPORT_DIR names (serve sets it to the run directory's `speaker/`; rewritten when the
+encoder is retired for good), and an INFO line in the server log (`omni-deploy CAM++ report:
+stage=2 backend=cuda-torch device=cuda:0 ...`), plus a WARNING (`omni-deploy CAM++: ...`) whenever
+it stands aside or falls back. After readiness `serve` reads them back, files first (they do not
+depend on the log level), so the operator sees what each stage actually took, not what was asked
+for, and hears loudly when none reported (plugin not installed in the server's environment, left
+out by VLLM_PLUGINS, a `vllm` from another environment). Pure apart from reading the files.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 from omni_deploy.speaker_rules import LOG_PREFIX, PLUGIN_NAME, PLUGINS_ALLOWLIST_ENV, REPORT_MARK
@@ -29,19 +34,22 @@ class StageReport:
 
     def describe(self) -> str:
         extras = " ".join(f"{k}={v}" for k, v in self.fields.items() if k not in ("stage", "backend"))
-        return f"stage {self.stage}: {self.backend} ({extras})"
+        where = f"stage {self.stage}" if self.stage.isdigit() or self.stage == "?" else self.stage
+        return f"{where}: {self.backend} ({extras})"
 
 
 @dataclass
 class SpeakerReport:
     stages: list[StageReport] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    source: str = "none"  # "report files", "server log" or "none"
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "stages": [asdict(s) for s in self.stages],
             "warnings": self.warnings,
             "reported": bool(self.stages),
+            "source": self.source,
         }
 
 
@@ -55,14 +63,55 @@ def parse_report_line(line: str) -> StageReport | None:
     return StageReport(fields.get("stage", "?"), fields["backend"], fields)
 
 
-def read_report(lines: Iterable[str]) -> SpeakerReport:
+# A report file's keys as the report line names them.
+_FILE_FIELDS = {"device": "device", "tf32": "tf32", "kernels": "kernels", "onnx": "onnx", "replaced": "replaced",
+                "why": "decided-by", "model": "model", "vllm_omni": "vllm-omni", "retired": "retired",
+                "pid": "pid"}  # fmt: skip
+
+
+def parse_report_file(record: Any) -> StageReport | None:
+    if not isinstance(record, dict) or not isinstance(record.get("backend"), str):
+        return None
+    fields = {"stage": str(record.get("stage", "?")), "backend": record["backend"]}
+    fields |= {name: str(record[key]) for key, name in _FILE_FIELDS.items() if record.get(key) is not None}
+    return StageReport(fields["stage"], record["backend"], fields)
+
+
+def read_report_files(directory: Path) -> tuple[list[StageReport], list[str]]:
+    """The report files in `directory` (one per component and process), and what could not be read."""
+    stages, problems = [], []
+    try:
+        paths = sorted(p for p in directory.glob("*.json") if p.is_file())
+    except OSError as exc:
+        return [], [f"cannot list {directory}: {exc}"]
+    for path in paths:
+        try:
+            stage = parse_report_file(json.loads(path.read_text(encoding="utf-8")))
+        except (OSError, ValueError) as exc:
+            problems.append(f"cannot read {path.name}: {exc}")
+            continue
+        if stage is None:
+            problems.append(f"{path.name} is not a speaker report")
+        else:
+            stages.append(stage)
+    return stages, problems
+
+
+def read_report(lines: Iterable[str], directory: Path | None = None) -> SpeakerReport:
+    """The report files in `directory` where there are any (one per process, current), else the
+    report lines of the log; the log's warnings either way."""
     report = SpeakerReport()
+    from_log = []
     for line in lines:
         stage = parse_report_line(line)
         if stage is not None:
-            report.stages.append(stage)
+            from_log.append(stage)
         elif WARNING_MARK in line:
             report.warnings.append(line[line.find(WARNING_MARK) :].strip())
+    files, problems = read_report_files(directory) if directory is not None and directory.is_dir() else ([], [])
+    report.stages = files or from_log
+    report.source = "report files" if files else ("server log" if from_log else "none")
+    report.warnings += problems
     return report
 
 

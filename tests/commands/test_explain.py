@@ -138,7 +138,12 @@ def test_probe_warns_about_an_allowlist_without_the_plugin(
     result = run_cli(capsys, "explain", "--backend", "--probe", "--platform", "cuda")
     assert "allowlist without omni_deploy_campplus" in result.out
     assert "cuda: cpu-onnxruntime" in result.out  # what the server would run
+    # vLLM splits on commas and strips nothing: " omni_deploy_campplus" is not the plugin's name.
     monkeypatch.setenv("VLLM_PLUGINS", "vllm_omni_register_models, omni_deploy_campplus")
+    out = run_cli(capsys, "explain", "--backend", "--probe", "--platform", "cuda").out
+    assert "cuda: cpu-onnxruntime" in out and "vLLM compares ' omni_deploy_campplus'" in out
+    assert "fix: VLLM_PLUGINS=vllm_omni_register_models,omni_deploy_campplus" in out
+    monkeypatch.setenv("VLLM_PLUGINS", "vllm_omni_register_models,omni_deploy_campplus")
     assert "cuda: cuda-torch" in run_cli(capsys, "explain", "--backend", "--probe", "--platform", "cuda").out
 
 

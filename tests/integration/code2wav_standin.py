@@ -193,10 +193,27 @@ class _Records(logging.Handler):
         self.lines.append(f"{record.levelname} {record.name} {record.getMessage()}")
 
 
+# Faults of the encoder's answer (the guard must catch each): name -> what the encoder returns instead.
+BAD_EMBEDDINGS: dict[str, Any] = {
+    "nan": lambda out: out.index_fill(1, torch.tensor([5]), float("nan")),
+    "inf": lambda out: out.index_fill(1, torch.tensor([0]), float("inf")),
+    "zeros": torch.zeros_like,
+    "shape": lambda out: out[:, :191],
+    "dtype": lambda out: out.to(torch.bfloat16),
+}
+
+
 def run_stage(
-    model_dir: str, extra: dict[str, Any], env: dict[str, str | None], fault: str, result: str
+    model_dir: str,
+    extra: dict[str, Any],
+    env: dict[str, str | None],
+    fault: str,
+    result: str,
+    requests: int = 1,
+    vllm_omni_version: str | None = None,
 ) -> None:
-    """The Code2Wav stage process: plugins, weights, one forward with a reference voice."""
+    """The Code2Wav stage process: plugins, weights, `requests` forwards with one reference voice
+    (distinct requests, the same voice: vllm-omni prepares it once and caches it)."""
     for name, value in env.items():  # None: not set in the stage process
         if value is None:
             os.environ.pop(name, None)
@@ -205,6 +222,12 @@ def run_stage(
     import s3tokenizer
     import vllm.logger  # configures the `vllm` logger tree as in a server
     import vllm.plugins
+    import vllm_omni
+
+    if vllm_omni_version is not None:
+        vllm_omni.__version__ = vllm_omni_version  # as a newer (or patched) vllm-omni would say
+    # The plugins load before the model's modules are imported, as in a stage's engine core.
+    vllm.plugins.load_general_plugins()
     from vllm_omni.model_executor.models.minicpmo_4_5 import minicpmo_4_5_code2wav as c2w
     from vllm_omni.model_executor.models.step_audio2 import step_audio2_token2wav as step
 
@@ -213,7 +236,6 @@ def run_stage(
     s3tokenizer.load_model = _small_s3_tokenizer
     if fault == "tensorrt":
         _stand_in_tensorrt(c2w)
-    vllm.plugins.load_general_plugins()
 
     seen: list[tuple[torch.Tensor, torch.Tensor]] = []
     original = step.StepAudio2Token2WavCore._forward_spk_embedding
@@ -242,6 +264,9 @@ def run_stage(
 
         core._spk_model.encoder = broken
         del encoder
+    elif fault in BAD_EMBEDDINGS:
+        good, corrupt = core._spk_model.encoder, BAD_EMBEDDINGS[fault]
+        core._spk_model.encoder = lambda feat: corrupt(good(feat))
     tokens = torch.randint(0, 6561, (24,), generator=torch.Generator().manual_seed(3))
     import numpy as np
 
@@ -249,29 +274,29 @@ def run_stage(
     ref = (
         0.3 * np.sin(np.arange(16000) * 2 * np.pi * 180 / 16000) + 0.05 * rng.standard_normal(16000)
     ).astype("float32")
-    info = {
-        "meta": {
-            "request_id": "req-0",
-            "cache_epoch": 0,
-            "chunk_seq": 0,
-            "last_chunk": True,
-            "ref_audio_sr": 16000,
-            "code_flat_numel": int(tokens.numel()),
-        },
-        "codes": {"audio": tokens, "ref": torch.from_numpy(ref)},
-    }
-    error = None
-    audio_samples = 0
-    try:
-        output = code2wav.forward(
-            input_ids=tokens, runtime_additional_information=[info], request_ids=["req-0"]
-        )
-        audio = output.multimodal_outputs["model_outputs"][0]
-        audio_samples = int(audio.numel())
-        finite = bool(torch.isfinite(audio).all())
-    except Exception as exc:  # reported to the test, which decides
-        error = f"{type(exc).__name__}: {exc}"
-        finite = False
+    served = []
+    for index in range(requests):
+        request_id = f"req-{index}"
+        info = {
+            "meta": {
+                "request_id": request_id,
+                "cache_epoch": 0,
+                "chunk_seq": 0,
+                "last_chunk": True,
+                "ref_audio_sr": 16000,
+                "code_flat_numel": int(tokens.numel()),
+            },
+            "codes": {"audio": tokens, "ref": torch.from_numpy(ref)},
+        }
+        try:
+            output = code2wav.forward(
+                input_ids=tokens, runtime_additional_information=[info], request_ids=[request_id]
+            )
+            audio = output.multimodal_outputs["model_outputs"][0]
+            served.append({"error": None, "audio_samples": int(audio.numel()),
+                           "finite": bool(torch.isfinite(audio).all())})  # fmt: skip
+        except Exception as exc:  # reported to the test, which decides
+            served.append({"error": f"{type(exc).__name__}: {exc}", "audio_samples": 0, "finite": False})
     cosine = None
     if seen:
         import onnxruntime
@@ -282,6 +307,12 @@ def run_stage(
         a = embedding.double().reshape(-1).numpy()
         b = reference.astype("float64").reshape(-1)
         cosine = float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b)))
+    # What vllm-omni's per-voice cache kept, against ONNX Runtime on the same features.
+    cached = [f.speaker_embedding for f in code2wav.backend._prompt_features.values()]
+    cache_cosine = None
+    if cached and seen:
+        a = cached[-1].detach().double().reshape(-1).cpu().numpy()
+        cache_cosine = float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b)))
     guard = core._spk_model if hasattr(core._spk_model, "fallback_calls") else None
     Path(result).write_text(
         json.dumps(
@@ -290,9 +321,10 @@ def run_stage(
                 "speaker_model_after": type(core._spk_model).__name__,
                 "embeddings": len(seen),
                 "cosine": cosine,
-                "audio_samples": audio_samples,
-                "finite": finite,
-                "error": error,
+                "cached_voices": len(cached),
+                "cache_cosine": cache_cosine,
+                **served[0],
+                "requests": served,
                 "fallback_calls": getattr(guard, "fallback_calls", None),
                 "log": records.lines,
             }

@@ -50,13 +50,19 @@ def stage(model_dir: Path, tmp_path: Path) -> Iterator[Callable[..., dict[str, A
     """Runs one Code2Wav stage process; the process is stopped at teardown whatever happened."""
     started: list[Any] = []
 
-    def run(extra: dict[str, Any] | None = None, fault: str = "", **env: str | None) -> dict[str, Any]:
+    def run(
+        extra: dict[str, Any] | None = None,
+        fault: str = "",
+        requests: int = 1,
+        vllm_omni_version: str | None = None,
+        **env: str | None,
+    ) -> dict[str, Any]:
         result = tmp_path / f"stage-{len(started)}.json"
         context = multiprocessing.get_context("spawn")
         process = context.Process(
             target=code2wav_standin.run_stage,
             args=(str(model_dir), {"ref_audio_max_seconds": 2.0, **(extra or {})}, CLEAN_ENV | env, fault,
-                  str(result)),
+                  str(result), requests, vllm_omni_version),
         )  # fmt: skip
         started.append(process)
         process.start()
@@ -129,12 +135,87 @@ def test_an_allowlist_without_the_plugin_leaves_the_stage_on_onnx_runtime(stage:
     assert outcome["speaker_model"] == "InferenceSession"
     assert not any(REPORT in line for line in outcome["log"])  # silence: what serve warns about
     # ... and explain --probe, run in the same environment with the same allowlist, says so.
-    env = {**os.environ, "VLLM_PLUGINS": "vllm_omni_register_models"}
-    env["PATH"] = os.pathsep.join((os.path.dirname(sys.executable), env.get("PATH", "")))
+    probe = _probe(VLLM_PLUGINS="vllm_omni_register_models")
+    assert "allowlist without omni_deploy_campplus" in probe
+    assert "cuda: cpu-onnxruntime" in probe
+
+
+def _probe(**env: str) -> str:
+    """`explain --backend --probe` in this environment, with `env` on top; its output."""
+    environ = {**os.environ, **env}
+    environ["PATH"] = os.pathsep.join((os.path.dirname(sys.executable), environ.get("PATH", "")))
     probe = subprocess.run(
         [sys.executable, "-m", "omni_deploy", "explain", "--backend", "--probe", "--platform", "cuda"],
-        capture_output=True, text=True, env=env, timeout=120,
+        capture_output=True, text=True, env=environ, timeout=120,
     )  # fmt: skip
     assert probe.returncode == 0, probe.stderr
-    assert "allowlist without omni_deploy_campplus" in probe.stdout
-    assert "cuda: cpu-onnxruntime" in probe.stdout
+    return probe.stdout
+
+
+@pytest.mark.parametrize("fault", sorted(code2wav_standin.BAD_EMBEDDINGS))
+def test_a_bad_embedding_is_answered_by_onnx_runtime_and_never_cached(
+    stage: Callable[..., Any], fault: str
+) -> None:
+    # Three requests with one voice: vllm-omni prepares the voice once and serves the other two from
+    # its cache, so whatever the first call returned is what all three get.
+    outcome = stage(fault=fault, requests=3)
+    assert all(r["error"] is None and r["audio_samples"] > 0 and r["finite"] for r in outcome["requests"])
+    assert outcome["embeddings"] == 1 and outcome["cached_voices"] == 1
+    assert outcome["fallback_calls"] == 1  # the encoder's answer was refused once, ONNX Runtime gave it
+    assert outcome["cosine"] >= 0.9999 and outcome["cache_cosine"] >= 0.9999
+    (warning,) = [line for line in outcome["log"] if "this call falls back" in line]
+    assert warning.startswith("WARNING vllm.") and "EmbeddingRejected" in warning
+    words = {"nan": "non-finite", "inf": "non-finite", "zeros": "norm 0", "shape": "shape [1, 191]",
+             "dtype": "dtype bfloat16"}  # fmt: skip
+    assert words[fault] in warning
+
+
+def _report_files(directory: Path) -> list[dict[str, Any]]:
+    return [json.loads(p.read_text()) for p in sorted(directory.glob("*.json"))]
+
+
+def test_the_report_file_confirms_the_backend_when_logging_hides_info(
+    stage: Callable[..., Any], tmp_path: Path
+) -> None:
+    from omni_deploy.serve.speaker_report import read_report, summary_lines
+
+    reports = tmp_path / "speaker"
+    outcome = stage(OMNI_DEPLOY_SPK_REPORT_DIR=str(reports), VLLM_LOGGING_LEVEL="WARNING")
+    _served(outcome)
+    assert outcome["speaker_model"] == "GuardedSpeakerModel"
+    assert not any(REPORT in line for line in outcome["log"])  # INFO is not logged at WARNING
+    (record,) = _report_files(reports)
+    assert record["stage"] == "2" and record["backend"] == "cuda-torch" and record["model"] == "minicpmo_4_5"
+    assert record["vllm_omni"] == "0.30.0" and record["replaced"] == "onnxruntime-cpu"
+    # What serve makes of it: the backend, confirmed without a line of the log.
+    summary = summary_lines(read_report([], reports), "cuda-torch")
+    assert summary[0][0] == "info" and "stage 2: cuda-torch" in summary[0][1]
+
+
+def test_an_unverified_vllm_omni_is_patched_with_one_warning_naming_it(stage: Callable[..., Any]) -> None:
+    outcome = stage(vllm_omni_version="0.99.0")
+    _served(outcome)
+    assert outcome["speaker_model"] == "GuardedSpeakerModel"
+    line = _report(outcome)
+    assert "backend=cuda-torch" in line and "vllm-omni=0.99.0" in line
+    (warning,) = [x for x in outcome["log"] if "0.99.0" in x and x.startswith("WARNING")]
+    assert "not a release the plugin is verified against (0.30.0)" in warning
+
+
+def test_the_verified_only_switch_refuses_an_unverified_vllm_omni(stage: Callable[..., Any]) -> None:
+    outcome = stage(vllm_omni_version="0.99.0", OMNI_DEPLOY_SPK_VERIFIED_ONLY="1")
+    _served(outcome)
+    assert outcome["speaker_model"] == "InferenceSession"
+    line = _report(outcome)
+    assert "backend=cpu-onnxruntime" in line and "vllm-omni=0.99.0" in line and "refused" in line
+
+
+def test_an_allowlist_entry_with_a_space_is_skipped_as_vllm_skips_it(stage: Callable[..., Any]) -> None:
+    allowlist = "vllm_omni_register_models, omni_deploy_campplus"
+    outcome = stage(VLLM_PLUGINS=allowlist)
+    _served(outcome)
+    assert outcome["speaker_model"] == "InferenceSession"  # vLLM compared " omni_deploy_campplus"
+    assert not any(REPORT in line for line in outcome["log"])
+    probe = _probe(VLLM_PLUGINS=allowlist)
+    assert "cuda: cpu-onnxruntime" in probe
+    assert "fix: VLLM_PLUGINS=vllm_omni_register_models,omni_deploy_campplus" in probe

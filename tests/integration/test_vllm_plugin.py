@@ -29,7 +29,9 @@ import torch
 from vllm_omni.model_executor.models.minicpmo_4_5 import minicpmo_4_5_code2wav as c2w
 from vllm_omni.model_executor.models.step_audio2 import step_audio2_token2wav as step
 
-from omni_deploy.integrations import vllm_plugin
+from omni_deploy.integrations import import_hooks, minicpmo, report, takeover, vllm_plugin
+from omni_deploy.integrations.guard import GuardedSpeakerModel
+from omni_deploy.integrations.targets import BY_MODEL, shape_problems
 from omni_deploy.speaker.encoder import SpeakerEncoder
 from omni_deploy.speaker_rules import LOGGER_NAME, REPORT_MARK
 
@@ -69,7 +71,11 @@ def plugin(monkeypatch: pytest.MonkeyPatch) -> SimpleNamespace:
     monkeypatch.delenv("OMNI_DEPLOY_SPK_BACKEND", raising=False)
     monkeypatch.delenv("MINICPMO_TOKEN2WAV_TRT", raising=False)
     monkeypatch.setenv("OMNI_DEPLOY_SPK_ALLOW_CPU", "1")
-    monkeypatch.setattr(vllm_plugin, "_warned", set())
+    monkeypatch.setattr(report, "_warned", set())
+    # A fresh process as far as the plugin knows: no hooks recorded, nothing admitted or patched yet.
+    monkeypatch.setattr(import_hooks, "_hooks", {})
+    monkeypatch.setattr(takeover, "_admitted", {})
+    monkeypatch.delitem(c2w.__dict__, "__omni_deploy_patches__", raising=False)
     return state
 
 
@@ -95,7 +101,7 @@ def _code2wav(extra: dict[str, Any] | None = None) -> Any:
 
 def _encoder(core: Any) -> SpeakerEncoder | None:
     model = core._spk_model
-    return model.encoder if isinstance(model, vllm_plugin.GuardedSpeakerModel) else None
+    return model.encoder if isinstance(model, GuardedSpeakerModel) else None
 
 
 def _features(frames: int = 300) -> torch.Tensor:
@@ -145,7 +151,7 @@ def test_the_encoder_falls_back_per_call_then_for_good(
     vllm_plugin.register()
     _code2wav()._build_backend()
     guard = plugin.core._spk_model
-    assert isinstance(guard, vllm_plugin.GuardedSpeakerModel) and guard.limit == 3
+    assert isinstance(guard, GuardedSpeakerModel) and guard.limit == 3
 
     def broken(feat: torch.Tensor) -> torch.Tensor:
         raise RuntimeError("CUDA error: an illegal memory access was encountered")
@@ -272,7 +278,7 @@ def test_installing_twice_is_harmless(plugin: SimpleNamespace) -> None:
 def test_stands_aside_when_vllm_omni_reads_device_spk(
     plugin: SimpleNamespace, model_dir: Path, monkeypatch: pytest.MonkeyPatch, messages: list[str]
 ) -> None:
-    monkeypatch.setattr(vllm_plugin, "reads_device_spk_itself", lambda module: True)
+    monkeypatch.setattr(minicpmo, "reads_device_spk_itself", lambda module: True)
     plugin.core = _core(model_dir)
     vllm_plugin.register()
     vllm_plugin.register()
@@ -293,5 +299,6 @@ def test_an_incompatible_vllm_omni_is_refused(
 
 
 def test_the_real_classes_pass_the_compatibility_check() -> None:
-    assert vllm_plugin.compatibility_problem(c2w.MiniCPMO45Code2Wav, step.StepAudio2Token2WavCore) is None
-    assert vllm_plugin.reads_device_spk_itself(c2w) is False
+    assert minicpmo.build_backend_problem(c2w.MiniCPMO45Code2Wav) is None
+    assert shape_problems(BY_MODEL["minicpmo_4_5"], takeover.module_source) == []
+    assert minicpmo.reads_device_spk_itself(c2w) is False

@@ -6,7 +6,7 @@ import logging
 
 import pytest
 
-from omni_deploy.integrations import vllm_plugin
+from omni_deploy.integrations.report import Outcome, report
 from omni_deploy.serve.speaker_report import parse_report_line, read_report, summary_lines
 from omni_deploy.speaker_rules import LOGGER_NAME
 
@@ -28,16 +28,17 @@ def plugin_lines() -> list[str]:
 
 
 def test_a_line_the_plugin_formats_is_read_back(plugin_lines: list[str]) -> None:
-    outcome = vllm_plugin.Outcome(
+    outcome = Outcome(
         "cuda-torch",
         "cuda:1",
         "token2wav_device_spk (default)",
-        "onnxruntime-cpu",
-        "on:x",
-        "triton",
-        "/m/c.onnx",
+        stage="2",
+        replaced="onnxruntime-cpu",
+        tf32="on:x",
+        kernels="triton",
+        onnx="/m/c.onnx",
     )
-    vllm_plugin.report("stage 2", outcome)
+    report(outcome)
     (stage,) = read_report(plugin_lines).stages
     assert stage.stage == "2" and stage.backend == "cuda-torch"
     assert stage.fields["device"] == "cuda:1" and stage.fields["onnx"] == "/m/c.onnx"

@@ -1,0 +1,213 @@
+"""MiniCPM-o 4.5 Code2Wav: the CUDA CAM++ encoder in the token2wav core's speaker-model slot.
+
+`patch` runs when vllm-omni's Code2Wav module is imported (only the Code2Wav stage's process does)
+and wraps `MiniCPMO45Code2Wav._build_backend`. After vllm-omni has built the token2wav core (ONNX
+Runtime session loaded, TensorRT swapped in if selected), the wrapper reads the stage's own config
+(`vllm_config.model_config.stage_connector_config["extra"]`, where Code2Wav reads its other options)
+and the stage process's environment, applies `speaker_rules.choose`, and for cuda-torch puts the
+guarded encoder in the core's `_spk_model` slot, through the callable contract vllm-omni already
+supports for TensorRT (`_forward_spk_embedding` calls any non-ORT `_spk_model(feat[T, 80]) -> [1,
+192]`). Step-Audio2's core is never touched: only a core built by MiniCPM-o's Code2Wav is.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+from collections.abc import Mapping
+from types import ModuleType
+from typing import Any
+
+from omni_deploy.integrations.guard import session_embedder
+from omni_deploy.integrations.report import Outcome, report, warn, warn_once
+from omni_deploy.integrations.takeover import (
+    admit,
+    forced_cpu,
+    is_ort_session,
+    load_guard,
+    tf32_field,
+    wrap_once,
+)
+from omni_deploy.speaker_rules import (
+    CPU_ORT,
+    CUDA_TORCH,
+    ENV_BACKEND,
+    KEY_DEVICE_SPK,
+    MINICPMO,
+    TENSORRT,
+    as_bool,
+    choose,
+)
+
+
+def build_backend_problem(code2wav_cls: Any) -> str | None:
+    """Why `_build_backend` cannot be wrapped, checked on the live class."""
+    build = getattr(code2wav_cls, "_build_backend", None)
+    if build is None or not callable(build):
+        return "MiniCPMO45Code2Wav._build_backend not found"
+    if list(inspect.signature(build).parameters) != ["self"]:
+        return f"MiniCPMO45Code2Wav._build_backend{inspect.signature(build)} is not (self)"
+    return None
+
+
+def reads_device_spk_itself(code2wav_module: Any) -> bool:
+    try:
+        return KEY_DEVICE_SPK in inspect.getsource(code2wav_module)
+    except (OSError, TypeError):
+        return False
+
+
+def patch(module: ModuleType) -> None:
+    code2wav_cls = getattr(module, "MiniCPMO45Code2Wav", None)
+    problem = "MiniCPMO45Code2Wav not found" if code2wav_cls is None else build_backend_problem(code2wav_cls)
+    if problem:
+        warn_once("compat", "incompatible vllm-omni (%s); the speaker embedding stays on ONNX Runtime on the CPU",
+                  problem)  # fmt: skip
+        return
+    install(code2wav_cls, stands_aside=reads_device_spk_itself(module))
+
+
+def install(code2wav_cls: Any, stands_aside: bool = False) -> bool:
+    """Wrap `_build_backend` once. Returns False when it was already wrapped."""
+
+    def make(original: Any) -> Any:
+        def build_backend(self: Any) -> None:
+            already = getattr(self, "backend", None) is not None
+            original(self)
+            if already:
+                return  # vllm-omni builds once; a second call is a no-op there and here
+            try:
+                outcome = take_over(self, stands_aside)
+            except Exception as exc:  # never break serving
+                warn("%s: %s: %s; the speaker path stays as vllm-omni built it", stage_label(self),
+                     type(exc).__name__, exc)  # fmt: skip
+                outcome = Outcome("unknown", "?", f"error: {type(exc).__name__}", stage=stage_id(self))
+            report(outcome)
+
+        return build_backend
+
+    return wrap_once(code2wav_cls, "_build_backend", make)
+
+
+def stage_extra(code2wav: Any) -> dict[str, Any]:
+    """The Code2Wav stage's connector extra, read the way vllm-omni 0.30.0 reads it."""
+    own = getattr(code2wav, "_extra_config", None)
+    if callable(own):
+        try:
+            extra = own()
+            if isinstance(extra, Mapping):
+                return dict(extra)
+        except Exception:  # fall back to reading the config ourselves
+            pass
+    return connector_extra(getattr(code2wav, "vllm_config", None))
+
+
+def connector_extra(vllm_config: Any) -> dict[str, Any]:
+    """`model_config.stage_connector_config["extra"]` of a stage's vllm_config ({} when absent)."""
+    model_config = getattr(vllm_config, "model_config", None)
+    connector = getattr(model_config, "stage_connector_config", None)
+    extra = (
+        connector.get("extra", connector)
+        if isinstance(connector, Mapping)
+        else getattr(connector, "extra", None)
+    )
+    return dict(extra) if isinstance(extra, Mapping) else {}
+
+
+def stage_id(model: Any) -> str:
+    value = getattr(getattr(getattr(model, "vllm_config", None), "model_config", None), "stage_id", None)
+    return str(value) if value is not None else "?"
+
+
+def stage_label(model: Any) -> str:
+    return f"stage {stage_id(model)}"
+
+
+def _find_core(code2wav: Any) -> Any:
+    facade = getattr(getattr(code2wav, "backend", None), "_token2wav", None)
+    return getattr(facade, "_core", None)
+
+
+def _describe(model: Any) -> str:
+    if model is None:
+        return "nothing"
+    if is_ort_session(model):
+        return "onnxruntime-cpu"
+    return type(model).__name__
+
+
+def take_over(code2wav: Any, stands_aside: bool = False) -> Outcome:
+    """Apply the rules to one freshly built Code2Wav backend; returns what the stage got."""
+    label = stage_label(code2wav)
+    outcome = Outcome("unknown", "?", "layout", model=MINICPMO.pipeline, stage=stage_id(code2wav))
+    core = _find_core(code2wav)
+    if core is None:
+        warn_once("layout", "%s: the Code2Wav backend no longer exposes its token2wav core; the speaker path "
+                  "stays as vllm-omni built it", label)  # fmt: skip
+        return outcome
+    import torch
+
+    device = torch.device(getattr(core, "device", "cpu"))
+    current = getattr(core, "_spk_model", None)
+    admission = admit(MINICPMO)
+    outcome.vllm_omni, outcome.device = admission.version, str(device)
+    if stands_aside:
+        warn("%s: this vllm-omni reads %s itself, so its code decides the speaker backend; omni-deploy's plugin "
+             "stands aside", label, KEY_DEVICE_SPK)  # fmt: skip
+        outcome.backend, outcome.why = (
+            (CPU_ORT if is_ort_session(current) else _describe(current)),
+            "vllm-omni",
+        )
+        return outcome
+    on_cuda = device.type == "cuda" or forced_cpu()
+    choice = choose(stage_extra(code2wav), os.environ, on_cuda=on_cuda)
+    for problem in choice.problems:
+        warn("%s: %s", label, problem)
+    outcome.warnings = list(choice.problems)
+    if not is_ort_session(current):
+        # TensorRT (vllm-omni swapped in its own callable) or something else: never touched.
+        trt = choice.backend == TENSORRT
+        outcome.backend, outcome.why = (
+            (TENSORRT if trt else _describe(current)),
+            (choice.decided_by if trt else "vllm-omni"),
+        )
+        return outcome
+    outcome.backend, outcome.device, outcome.why = CPU_ORT, "cpu", choice.decided_by
+    if choice.backend != CUDA_TORCH:
+        if device.type != "cuda" and not forced_cpu() and _asked_for_cuda(code2wav):
+            warn(
+                "%s runs on %s, not CUDA: the speaker embedding stays on ONNX Runtime on the CPU",
+                label,
+                device,
+            )
+        return outcome
+    if not admission.ok:
+        outcome.why = admission.why
+        return outcome
+    onnx_path = os.path.join(str(core.model_path), "campplus.onnx")
+    outcome.onnx = onnx_path
+
+    guard, encoder = load_guard(onnx_path, device, choice, session_embedder(current), label, outcome)
+    if guard is None:
+        return outcome
+    reported = guard.on_retire
+
+    def retire(what: str) -> None:
+        core._spk_model = current  # vllm-omni's own ORT branch from now on
+        if reported is not None:
+            reported(what)
+
+    guard.on_retire = retire
+    core._spk_model = guard
+    outcome.backend, outcome.device, outcome.why = CUDA_TORCH, str(encoder.device), choice.decided_by
+    outcome.replaced, outcome.tf32 = "onnxruntime-cpu", tf32_field(choice)
+    outcome.kernels = str(getattr(getattr(encoder, "model", None), "backend", "?"))
+    return outcome
+
+
+def _asked_for_cuda(code2wav: Any) -> bool:
+    """Whether the file or the environment asked for the CUDA path by name (not by default)."""
+    return (
+        as_bool(stage_extra(code2wav).get(KEY_DEVICE_SPK)) is True
+        or os.environ.get(ENV_BACKEND) == CUDA_TORCH
+    )

@@ -1,0 +1,118 @@
+"""What each patched process says about its speaker path: one report line, one report file.
+
+The line goes through a `vllm.` logger (the only tree vLLM configures) at INFO, so it is in the
+server log unless vLLM's logging hides INFO (VLLM_LOGGING_LEVEL=WARNING, VLLM_CONFIGURE_LOGGING=0).
+The file does not depend on logging: where OMNI_DEPLOY_SPK_REPORT_DIR names a directory (serve sets
+it to the run directory's `speaker/`), each process writes one JSON file per patched component
+there, and rewrites it when the component's backend changes (the encoder retired for good).
+`omni-deploy serve` and `explain --probe` read those files (omni_deploy.serve.speaker_report).
+
+Standard library only; nothing here may raise into vLLM.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket
+import tempfile
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from omni_deploy.speaker_rules import ENV_REPORT_DIR, LOGGER_NAME, REPORT_MARK
+
+WARNING_PREFIX = "omni-deploy CAM++: "
+REPORT_SCHEMA = 1
+_warned: set[str] = set()
+_lock = threading.Lock()
+
+
+def logger() -> logging.Logger:
+    try:
+        from vllm.logger import init_logger  # configures the `vllm` tree on first import
+
+        return init_logger(LOGGER_NAME)
+    except Exception:  # vllm missing or its logging changed: the name still sits under `vllm`
+        return logging.getLogger(LOGGER_NAME)
+
+
+def warn(message: str, *args: Any) -> None:
+    logger().warning(WARNING_PREFIX + message, *args)
+
+
+def warn_once(key: str, message: str, *args: Any) -> None:
+    with _lock:
+        if key in _warned:
+            return
+        _warned.add(key)
+    warn(message, *args)
+
+
+@dataclass
+class Outcome:
+    """What one patched component (a Code2Wav stage, a processor, an extractor) got."""
+
+    backend: str
+    device: str
+    why: str
+    model: str = "minicpmo_4_5"
+    stage: str = "?"  # the stage id, or "processor" for a processor in the API server
+    replaced: str = "nothing"
+    tf32: str = "n/a"
+    kernels: str = "n/a"
+    onnx: str = "n/a"
+    vllm_omni: str = "?"
+    warnings: list[str] = field(default_factory=list)
+    retired: str | None = None  # why the encoder was retired for good, once it was
+
+
+def token(text: str) -> str:
+    """One space-free field of the report line: 'token2wav_device_spk (default)' ->
+    'token2wav_device_spk(default)'."""
+    return text.replace(" (", "(").replace(" ", "_")
+
+
+def report(outcome: Outcome) -> None:
+    """The INFO line (serve parses its key=value fields) and, where asked for, the report file."""
+    logger().info(
+        "%s stage=%s backend=%s device=%s tf32=%s kernels=%s onnx=%s replaced=%s decided-by=%s model=%s "
+        "vllm-omni=%s",
+        REPORT_MARK, token(outcome.stage), outcome.backend, outcome.device, outcome.tf32, outcome.kernels,
+        outcome.onnx, outcome.replaced, token(outcome.why), outcome.model, token(outcome.vllm_omni),
+    )  # fmt: skip
+    write_file(outcome)
+
+
+def file_name(outcome: Outcome) -> str:
+    return f"{outcome.model}-{token(outcome.stage)}-{os.getpid()}.json"
+
+
+def write_file(outcome: Outcome) -> str | None:
+    """Write (or rewrite) this component's report file; returns its path, None when not asked for
+    or when it could not be written (one WARNING says why)."""
+    directory = os.environ.get(ENV_REPORT_DIR)
+    if not directory:
+        return None
+    record = {
+        "schema": REPORT_SCHEMA,
+        "pid": os.getpid(),
+        "host": socket.gethostname(),
+        "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        **asdict(outcome),
+    }
+    path = os.path.join(directory, file_name(outcome))
+    try:
+        os.makedirs(directory, exist_ok=True)
+        # Written whole, then renamed: a reader never sees half a file.
+        handle, temporary = tempfile.mkstemp(prefix=".report-", suffix=".json", dir=directory)
+        with os.fdopen(handle, "w", encoding="utf-8") as out:
+            json.dump(record, out, indent=1)
+        os.replace(temporary, path)
+    except OSError as exc:
+        warn_once(f"report-file:{directory}", "cannot write the report file in %s=%s (%s); the report line in the "
+                  "log is all there is", ENV_REPORT_DIR, directory, exc)  # fmt: skip
+        return None
+    return path

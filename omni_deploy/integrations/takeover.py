@@ -1,0 +1,259 @@
+"""What every model's patch does the same way: admit the installed vllm-omni (its version, then the
+code shapes its patch relies on), load the encoder behind a guard, name the process's settings.
+
+Runs only in a process that imported a patched vllm-omni module, so torch is already there.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.metadata
+import importlib.util
+import os
+import sys
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from omni_deploy.integrations.guard import GuardedSpeakerModel
+from omni_deploy.integrations.report import Outcome, report, warn, warn_once
+from omni_deploy.integrations.targets import BY_MODEL, shape_problems
+from omni_deploy.speaker_rules import (
+    CPU_ORT,
+    DEFAULT_MAX_FAILURES,
+    ENV_ALLOW_CPU,
+    ENV_MAX_FAILURES,
+    Choice,
+    Model,
+    version_verdict,
+)
+
+
+def vllm_omni_version() -> str | None:
+    """The running vllm-omni's own `__version__` (a source checkout may differ from its metadata)."""
+    module = sys.modules.get("vllm_omni")
+    version = getattr(module, "__version__", None)
+    if isinstance(version, str) and version:
+        return version
+    try:
+        return importlib.metadata.version("vllm-omni")
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def module_source(name: str) -> str | None:
+    """The source text of module `name`, read from its file (the module is not executed)."""
+    try:
+        module = sys.modules.get(name)
+        origin = getattr(module, "__file__", None)
+        if origin is None:
+            spec = importlib.util.find_spec(name)
+            origin = spec.origin if spec is not None else None
+        if origin is None or not origin.endswith(".py"):
+            return None
+        with open(origin, encoding="utf-8") as handle:
+            return handle.read()
+    except (ImportError, OSError, ValueError, UnicodeDecodeError):
+        return None
+
+
+@dataclass(frozen=True)
+class Admission:
+    ok: bool
+    version: str
+    why: str  # "", or the reason it was refused (the report line's decided-by)
+
+
+_admitted: dict[str, Admission] = {}
+_admit_lock = threading.Lock()
+
+
+def admit(model: Model) -> Admission:
+    """Whether this process's vllm-omni may have `model` patched; decided once per process."""
+    with _admit_lock:
+        cached = _admitted.get(model.pipeline)
+        if cached is not None:
+            return cached
+        version = vllm_omni_version()
+        shown = version or "?"
+        allowed, note = version_verdict(version, os.environ)
+        if note is not None:
+            warn_once(f"version:{shown}", "%s", note)
+        if not allowed:
+            result = Admission(False, shown, f"version {shown} refused")
+        else:
+            problems = shape_problems(BY_MODEL[model.pipeline], module_source)
+            if problems:
+                warn_once(f"shape:{model.pipeline}", "incompatible vllm-omni %s for %s (%s); the speaker embedding stays "
+                          "on ONNX Runtime on the CPU", shown, model.title, "; ".join(problems))  # fmt: skip
+            result = Admission(not problems, shown, "incompatible vllm-omni" if problems else "")
+        _admitted[model.pipeline] = result
+        return result
+
+
+def max_failures() -> int:
+    raw = os.environ.get(ENV_MAX_FAILURES, "")
+    return int(raw) if raw.isdigit() and int(raw) > 0 else DEFAULT_MAX_FAILURES
+
+
+def forced_cpu() -> bool:
+    """OMNI_DEPLOY_SPK_ALLOW_CPU=1: the CPU stands in for CUDA (tests)."""
+    return os.environ.get(ENV_ALLOW_CPU) == "1"
+
+
+def is_ort_session(model: Any) -> bool:
+    try:
+        import onnxruntime
+    except ImportError:
+        return False
+    return isinstance(model, onnxruntime.InferenceSession)
+
+
+def session_on_gpu(session: Any) -> bool:
+    """An ONNX Runtime session that already runs on a GPU (onnxruntime-gpu's providers)."""
+    try:
+        providers = session.get_providers()
+    except Exception:
+        return False
+    return any(p != "CPUExecutionProvider" for p in providers[:1])
+
+
+def tf32_field(choice: Choice) -> str:
+    from omni_deploy.integrations.report import token
+
+    return f"{'on' if choice.allow_tf32 else 'off'}:{token(choice.tf32_by)}"
+
+
+def load_guard(
+    onnx_path: str, device: Any, choice: Choice, fallback: Any, label: str, outcome: Outcome
+) -> tuple[GuardedSpeakerModel | None, Any]:
+    """omni-deploy's encoder for `onnx_path` on `device` behind a guard whose fallback is vllm-omni's
+    own session; (None, encoder or None) when the encoder cannot load (a WARNING says why and
+    `outcome` is set to the CPU path)."""
+    try:
+        from omni_deploy.speaker import load_encoder
+
+        encoder = load_encoder(onnx_path, device=device, allow_tf32=choice.allow_tf32)
+    except Exception as exc:  # never break serving: any failure keeps the CPU path
+        warn("%s: cannot load the CUDA CAM++ encoder from %s (%s: %s); keeping ONNX Runtime on the CPU",
+             label, onnx_path, type(exc).__name__, exc)  # fmt: skip
+        outcome.backend, outcome.device = CPU_ORT, "cpu"
+        outcome.why = f"fallback: {type(exc).__name__} loading the encoder"
+        return None, None
+
+    def retired(what: str) -> None:
+        outcome.backend, outcome.device, outcome.retired = CPU_ORT, "cpu", what
+        outcome.why = "retired after failures"
+        report(outcome)
+
+    guard = GuardedSpeakerModel(
+        encoder, fallback, label, max_failures(), warn=lambda m: warn("%s", m), on_retire=retired
+    )
+    return guard, encoder
+
+
+_guards: dict[tuple[str, str, str], tuple[GuardedSpeakerModel | None, Outcome]] = {}
+_guards_lock = threading.Lock()
+
+
+def take_session(
+    model: Model,
+    session: Any,
+    onnx_path: str,
+    extra: Mapping[str, Any],
+    stage: str,
+    device: Any = None,
+) -> Any:
+    """For a caller that holds vllm-omni's ONNX Runtime CAM++ session (a processor, an extractor):
+    the session to use instead (a guarded facade over the encoder) or `session` itself, after the
+    rules for `model`; reports once per (model, stage, campplus.onnx) in this process. `device` is
+    the stage's device (None for a processor: the current CUDA device, only looked up when the
+    switch asks for CUDA)."""
+    from omni_deploy.integrations.guard import SessionFacade
+
+    if isinstance(session, SessionFacade) or session is None:
+        return session
+    label = f"{model.title} ({'stage ' + stage if stage.isdigit() else stage})"
+    key = (model.pipeline, stage, os.path.realpath(onnx_path))
+    with _guards_lock:
+        known = _guards.get(key)
+        if known is not None:
+            return SessionFacade(known[0], session) if known[0] is not None else session
+        outcome = Outcome(CPU_ORT, "cpu", "?", model=model.pipeline, stage=stage, onnx=onnx_path)
+        guard = _decide(model, session, onnx_path, extra, label, device, outcome)
+        _guards[key] = (guard, outcome)
+    report(outcome)
+    return SessionFacade(guard, session) if guard is not None else session
+
+
+def _decide(
+    model: Model,
+    session: Any,
+    onnx_path: str,
+    extra: Mapping[str, Any],
+    label: str,
+    device: Any,
+    outcome: Outcome,
+) -> GuardedSpeakerModel | None:
+    from omni_deploy.integrations.guard import session_embedder
+    from omni_deploy.speaker_rules import CUDA_TORCH, choose_for
+
+    admission = admit(model)
+    outcome.vllm_omni = admission.version
+    if not is_ort_session(session) or session_on_gpu(session):
+        outcome.backend, outcome.why = _describe_session(session), "vllm-omni"
+        return None
+    # A processor's device is looked up only once the settings ask for CUDA: one that was not opted
+    # in must not touch CUDA at all.
+    on_cuda = device is None or str(device).startswith("cuda") or forced_cpu()
+    choice = choose_for(model, extra, os.environ, on_cuda=on_cuda)
+    for problem in choice.problems:
+        warn("%s: %s", label, problem)
+    outcome.warnings, outcome.why = list(choice.problems), choice.decided_by
+    if choice.backend != CUDA_TORCH:
+        return None
+    if not admission.ok:
+        outcome.why = admission.why
+        return None
+    import torch
+
+    device = torch.device(device if device is not None else ("cuda" if torch.cuda.is_available() else "cpu"))
+    if device.type != "cuda" and not forced_cpu():
+        outcome.why = "platform (not CUDA)"
+        return None
+    guard, encoder = load_guard(onnx_path, device, choice, session_embedder(session), label, outcome)
+    if guard is None:
+        return None
+    outcome.backend, outcome.device = CUDA_TORCH, str(encoder.device)
+    outcome.replaced, outcome.tf32 = "onnxruntime-cpu", tf32_field(choice)
+    outcome.kernels = str(getattr(getattr(encoder, "model", None), "backend", "?"))
+    return guard
+
+
+def _describe_session(session: Any) -> str:
+    if is_ort_session(session):
+        providers = session.get_providers()
+        return (
+            f"onnxruntime-{providers[0].replace('ExecutionProvider', '').lower()}"
+            if providers
+            else "onnxruntime"
+        )
+    return type(session).__name__
+
+
+MARK = "_omni_deploy_campplus"  # on every function the plugin put in place of vllm-omni's
+_wrap_lock = threading.Lock()
+
+
+def wrap_once(owner: Any, name: str, make: Callable[[Any], Callable[..., Any]]) -> bool:
+    """Replace `owner.name` by `make(original)` unless the plugin already did; returns whether it
+    did now. The replacement carries the original's name, docstring and `__wrapped__`."""
+    with _wrap_lock:
+        original = getattr(owner, name)
+        if getattr(original, MARK, False):
+            return False
+        replacement = functools.wraps(original)(make(original))
+        setattr(replacement, MARK, True)
+        setattr(owner, name, replacement)
+        return True
