@@ -108,7 +108,9 @@ def read_report(lines: Iterable[str], directory: Path | None = None) -> SpeakerR
             from_log.append(stage)
         elif WARNING_MARK in line:
             report.warnings.append(line[line.find(WARNING_MARK) :].strip())
-    files, problems = read_report_files(directory) if directory is not None and directory.is_dir() else ([], [])
+    files, problems = (
+        read_report_files(directory) if directory is not None and directory.is_dir() else ([], [])
+    )
     report.stages = files or from_log
     report.source = "report files" if files else ("server log" if from_log else "none")
     report.warnings += problems

@@ -44,7 +44,9 @@ def test_a_good_embedding_passes() -> None:
 def _guard(encoder: Any, limit: int = 3) -> tuple[GuardedSpeakerModel, list[str], list[str]]:
     warnings: list[str] = []
     retired: list[str] = []
-    guard = GuardedSpeakerModel(encoder, lambda feat: FALLBACK, "stage 2", limit, warnings.append, retired.append)
+    guard = GuardedSpeakerModel(
+        encoder, lambda feat: FALLBACK, "stage 2", limit, warnings.append, retired.append
+    )
     return guard, warnings, retired
 
 

@@ -20,12 +20,14 @@ def package(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     root = tmp_path / name
     root.mkdir()
     (root / "__init__.py").write_text("")
-    (root / "target.py").write_text(textwrap.dedent('''
+    (root / "target.py").write_text(
+        textwrap.dedent("""
         VALUE = 1
 
         def answer():
             return VALUE
-    '''))
+    """)
+    )
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.setattr(import_hooks, "_hooks", {})
     yield name

@@ -8,7 +8,7 @@ from omni_deploy.integrations.targets import BY_MODEL, TARGETS, Shape, shape_pro
 from omni_deploy.knowledge.versions import RELEASES
 from omni_deploy.speaker_rules import MODELS, VERIFIED_VLLM_OMNI
 
-SOURCE = '''
+SOURCE = """
 from .voice_clone import load_voice_clone_frontend as loader
 
 class Core:
@@ -20,7 +20,7 @@ class Core:
 
 def build(self, model_dir, config):
     return {"campplus_session": None}
-'''
+"""
 
 
 @pytest.mark.parametrize(
