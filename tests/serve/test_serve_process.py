@@ -97,7 +97,7 @@ def test_a_server_that_reports_no_backend_gets_a_loud_warning(start_serve, tmp_p
     line = next(line for line in served.lines if "NO speaker-backend report" in line)
     assert line.startswith("omni-deploy: WARNING:") and "VLLM_PLUGINS" in line
     launch = json.loads((tmp_path / "run" / "launch.json").read_text())
-    assert launch["speaker_report"] == {"stages": [], "warnings": [], "reported": False}
+    assert launch["speaker_report"] == {"stages": [], "warnings": [], "reported": False, "source": "none"}
     served.proc.send_signal(signal.SIGTERM)
     served.proc.wait(timeout=15)
 
