@@ -67,6 +67,7 @@ class Outcome:
     vllm_omni: str = "?"
     warnings: list[str] = field(default_factory=list)
     retired: str | None = None  # why the encoder was retired for good, once it was
+    warmup_s: float | None = None  # the encoder's warm-up embedding before the first request
 
 
 def token(text: str) -> str:
@@ -116,3 +117,26 @@ def write_file(outcome: Outcome) -> str | None:
                   "log is all there is", ENV_REPORT_DIR, directory, exc)  # fmt: skip
         return None
     return path
+
+
+def read_files(directory: str | os.PathLike[str]) -> tuple[list[dict[str, Any]], list[str]]:
+    """The report records in `directory` (one per component and process, newest state), and what
+    could not be read there. For serve and `explain --probe`."""
+    records: list[dict[str, Any]] = []
+    problems: list[str] = []
+    try:
+        names = sorted(n for n in os.listdir(directory) if n.endswith(".json") and not n.startswith("."))
+    except OSError as exc:
+        return [], [f"cannot list {directory}: {exc.strerror or exc}"]
+    for name in names:
+        try:
+            with open(os.path.join(directory, name), encoding="utf-8") as handle:
+                record = json.load(handle)
+        except (OSError, ValueError) as exc:
+            problems.append(f"cannot read {name}: {exc}")
+            continue
+        if isinstance(record, dict) and isinstance(record.get("backend"), str):
+            records.append(record)
+        else:
+            problems.append(f"{name} is not a speaker report")
+    return records, problems

@@ -125,6 +125,28 @@ def tf32_field(choice: Choice) -> str:
     return f"{'on' if choice.allow_tf32 else 'off'}:{token(choice.tf32_by)}"
 
 
+WARMUP_FRAMES = 598  # a 6 s reference, the longest MiniCPM-o keeps: kernels compiled, its graph captured
+
+
+def warm_up(encoder: Any) -> tuple[str | None, float]:
+    """One embedding of stand-in features, before any request: the first call compiles the Triton
+    kernels and captures a graph (seconds on a fresh host), which a request would otherwise wait for,
+    and an encoder that answers badly is caught before it serves. (problem or None, seconds)."""
+    import time
+
+    import torch
+
+    from omni_deploy.integrations.guard import embedding_problem
+
+    start = time.perf_counter()
+    try:
+        feats = torch.randn(WARMUP_FRAMES, 80, generator=torch.Generator().manual_seed(0))
+        problem = embedding_problem(encoder(feats - feats.mean(dim=0, keepdim=True)))
+    except Exception as exc:  # reported by the caller, which keeps ONNX Runtime
+        problem = f"{type(exc).__name__}: {exc}"
+    return problem, time.perf_counter() - start
+
+
 def load_guard(
     onnx_path: str, device: Any, choice: Choice, fallback: Any, label: str, outcome: Outcome
 ) -> tuple[GuardedSpeakerModel | None, Any]:
@@ -140,6 +162,17 @@ def load_guard(
              label, onnx_path, type(exc).__name__, exc)  # fmt: skip
         outcome.backend, outcome.device = CPU_ORT, "cpu"
         outcome.why = f"fallback: {type(exc).__name__} loading the encoder"
+        return None, None
+
+    problem, seconds = warm_up(encoder)
+    outcome.warmup_s = round(seconds, 3)
+    if problem is not None:
+        warn(
+            "%s: the CUDA CAM++ encoder failed its warm-up (%s); keeping ONNX Runtime on the CPU",
+            label,
+            problem,
+        )
+        outcome.backend, outcome.device, outcome.why = CPU_ORT, "cpu", "fallback: encoder warm-up failed"
         return None, None
 
     def retired(what: str) -> None:

@@ -302,3 +302,19 @@ def test_the_real_classes_pass_the_compatibility_check() -> None:
     assert minicpmo.build_backend_problem(c2w.MiniCPMO45Code2Wav) is None
     assert shape_problems(BY_MODEL["minicpmo_4_5"], takeover.module_source) == []
     assert minicpmo.reads_device_spk_itself(c2w) is False
+
+
+def test_an_encoder_that_fails_its_warm_up_keeps_onnx_runtime(
+    plugin: SimpleNamespace, model_dir: Path, messages: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import omni_deploy.speaker
+
+    # Loads, but answers zeros: caught by the warm-up embedding before any request is served.
+    monkeypatch.setattr(omni_deploy.speaker, "load_encoder", lambda *a, **k: lambda feat: torch.zeros(1, 192))
+    plugin.core = _core(model_dir)
+    vllm_plugin.register()
+    _code2wav()._build_backend()
+    assert isinstance(plugin.core._spk_model, onnxruntime.InferenceSession)
+    assert any("failed its warm-up" in m and "norm 0" in m for m in messages)
+    (line,) = [m for m in messages if m.startswith(REPORT_MARK)]
+    assert "backend=cpu-onnxruntime" in line and "decided-by=fallback:_encoder_warm-up_failed" in line
