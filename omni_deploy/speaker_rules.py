@@ -189,7 +189,21 @@ MINICPMO = Model("minicpmo_4_5", "MiniCPM-o 4.5 Code2Wav", STAGE, KEY_DEVICE_SPK
 MING_TTS = Model("ming_tts", "Ming-TTS speaker extractor", STAGE, KEY_MING_DEVICE_SPK, 0, "output")
 COSYVOICE3 = Model("cosyvoice3", "CosyVoice3 multimodal processor", PROCESSOR, None, None, None)
 GLM_TTS = Model("glm_tts", "GLM-TTS multimodal processor", PROCESSOR, None, None, None)
-MODELS: dict[str, Model] = {m.pipeline: m for m in (MINICPMO, MING_TTS, COSYVOICE3, GLM_TTS)}
+# By pipeline name; Ming-TTS's dense and MoE pipelines run the same model class (MingTTSForConditionalGeneration).
+MODELS: dict[str, Model] = {m.pipeline: m for m in (MINICPMO, MING_TTS, COSYVOICE3, GLM_TTS)} | {
+    "ming_tts_moe": MING_TTS
+}
+
+
+ORT_CUDA = "onnxruntime-cuda"  # vllm-omni's own ONNX Runtime session on the GPU (onnxruntime-gpu): left alone
+ENV_COSYVOICE3_TRT = "COSYVOICE3_TRT"
+
+
+def cosyvoice3_trt_enabled(env: Mapping[str, str]) -> bool:
+    """vllm-omni 0.30.0's own switch for CosyVoice3's TensorRT CAM++ (cosyvoice3.py
+    `_cosyvoice3_trt_enabled`): on unless "0", "false", "False" or empty; it acts only where the
+    `tensorrt` package imports and CUDA is there."""
+    return env.get(ENV_COSYVOICE3_TRT, "1") not in ("0", "false", "False", "")
 
 
 def choose_for(model: Model, extra: Mapping[str, Any], env: Mapping[str, str], on_cuda: bool) -> Choice:

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from omni_deploy.config.nodes import Map, Scalar
+from omni_deploy.speaker_rules import MODELS
 
 
 @dataclass(frozen=True)
@@ -25,6 +26,9 @@ MINICPMO_4_5 = Pipeline(
     "minicpmo_4_5", {0: "Thinker", 1: "Talker", 2: "Code2Wav"}, code2wav_stage=2, talker_stage=1
 )
 KNOWN = {MINICPMO_4_5.name: MINICPMO_4_5}
+# Pipelines told from a bundled file's name without a topology of their own here: those whose
+# speaker embedding omni-deploy's plugin moves to CUDA (explain --backend names their path).
+INFERRED = frozenset(MODELS)
 
 # The keys of vllm-omni 0.30.0's pipeline registry (OMNI_PIPELINES in
 # vllm_omni/config/pipeline_registry.py): the names `pipeline:` and --pipeline can take. A test of
@@ -64,10 +68,12 @@ def identify(config: Map, chain: list[Path], override: str | None = None) -> Pip
     node = config.get("pipeline")
     if isinstance(node, Scalar) and isinstance(node.value, str) and node.value:
         return PipelineInfo(node.value, KNOWN.get(node.value), f"pipeline: at {node.origin.location}")
+    # The longest name a file of the chain starts with: "ming_tts_moe.yaml" is ming_tts_moe, not ming_tts.
+    names = sorted({*KNOWN, *INFERRED}, key=len, reverse=True)
     for path in reversed(chain):
-        for name, pipeline in KNOWN.items():
+        for name in names:
             if path.name.startswith(name):
-                return PipelineInfo(name, pipeline, f"inferred from the file name {path.name}")
+                return PipelineInfo(name, KNOWN.get(name), f"inferred from the file name {path.name}")
     return PipelineInfo(None, None, "unknown: no pipeline: key, and no known file name in the chain")
 
 

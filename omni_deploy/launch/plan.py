@@ -14,7 +14,15 @@ from typing import Any
 from omni_deploy.launch.options import LaunchOptions
 from omni_deploy.redact import redact_argv, redact_env
 from omni_deploy.resolve.speaker import SpeakerDecision
-from omni_deploy.speaker_rules import ENV_BACKEND, ENV_TRT, TENSORRT
+from omni_deploy.speaker_rules import (
+    ENV_BACKEND,
+    ENV_RAY_EXTRA_VARS,
+    ENV_REPORT_DIR,
+    ENV_TRT,
+    TENSORRT,
+    ray_copies,
+    ray_fix,
+)
 
 
 @dataclass
@@ -53,7 +61,12 @@ class LaunchPlan:
 
 
 def build_plan(
-    options: LaunchOptions, config_path: str, decision: SpeakerDecision, base_env: Mapping[str, str]
+    options: LaunchOptions,
+    config_path: str,
+    decision: SpeakerDecision,
+    base_env: Mapping[str, str],
+    report_dir: str | None = None,
+    ray: bool = False,
 ) -> LaunchPlan:
     argv = [
         "vllm",
@@ -71,7 +84,7 @@ def build_plan(
         argv += ["--served-model-name", options.served_model_name]
     argv += list(options.passthrough)
     # The speaker backend travels in the rendered deploy file (with --spk-backend written into it),
-    # which omni-deploy's plugin reads in the Code2Wav stage: no OMNI_DEPLOY_SPK_* variable is set,
+    # which omni-deploy's plugin reads in the Code2Wav stage: no OMNI_DEPLOY_SPK_* variable that decides is set,
     # so the server decides as a plain `vllm serve --deploy-config` of the same file would.
     env: dict[str, str | None] = {"VLLM_WORKER_MULTIPROC_METHOD": "spawn"}
     backend = decision.speaker_backend
@@ -81,5 +94,11 @@ def build_plan(
         env[ENV_TRT] = None  # would force TensorRT behind the chosen backend's back
     if options.spk_backend is not None and base_env.get(ENV_BACKEND):
         env[ENV_BACKEND] = None  # an inherited override would beat the --spk-backend written in the file
+    if report_dir is not None:
+        # Where every process the plugin patches writes its report, whatever the log level; vLLM's
+        # Ray executor copies it to Ray workers only when told to (vllm/ray/ray_env.py).
+        env[ENV_REPORT_DIR] = report_dir
+        if ray and not ray_copies(ENV_REPORT_DIR, base_env):
+            env[ENV_RAY_EXTRA_VARS] = ray_fix([ENV_REPORT_DIR], base_env).split("=", 1)[1]
     env.update(options.extra_env)
     return LaunchPlan(argv, env, decision)

@@ -21,7 +21,7 @@ from omni_deploy.host import HostCaps
 from omni_deploy.launch.options import LaunchOptions, check_passthrough
 from omni_deploy.launch.plan import LaunchPlan, build_plan
 from omni_deploy.launch.render import RenderedConfig, render_deploy_config
-from omni_deploy.resolve.speaker import SpeakerDecision, speaker_decision
+from omni_deploy.resolve.speaker import SpeakerDecision, ray_stages, speaker_decision
 
 
 @dataclass
@@ -48,9 +48,20 @@ class LaunchSpec:
         """Raise PlanError for pass-through arguments that cannot be launched with this file."""
         check_passthrough(self.options.passthrough, self.stage_ids())
 
-    def plan(self, config_path: str) -> LaunchPlan:
-        """The command that runs the rendered file once it is at `config_path`."""
-        return build_plan(self.options, config_path, self.decision, self.env)
+    def uses_ray(self) -> bool:
+        """Whether a stage runs its model in Ray workers (the file, or a pass-through engine argument)."""
+        args = self.options.passthrough
+        passed = any(
+            a == "--distributed-executor-backend=ray"
+            or (a == "--distributed-executor-backend" and args[i + 1 : i + 2] == ("ray",))
+            for i, a in enumerate(args)
+        )
+        return passed or bool(ray_stages(self.deployment, self.platform))
+
+    def plan(self, config_path: str, report_dir: str | None = None) -> LaunchPlan:
+        """The command that runs the rendered file once it is at `config_path`; `report_dir` is where
+        the server's processes write their speaker reports (serve reads them back)."""
+        return build_plan(self.options, config_path, self.decision, self.env, report_dir, self.uses_ray())
 
 
 def launch_spec(

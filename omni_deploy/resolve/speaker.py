@@ -11,6 +11,7 @@ else from omni-deploy's vLLM plugin; where neither can act, the CPU path is what
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -30,12 +31,19 @@ from omni_deploy.speaker_rules import (
     KEY_ALLOW_TF32,
     KEY_DEVICE_SPK,
     KEY_TRT,
-    PLUGIN_NAME,
+    MINICPMO,
+    MODELS,
     PLUGINS_ALLOWLIST_ENV,
     TENSORRT,
     Backend,
     Choice,
+    Model,
+    allowlist_fix,
+    allowlist_near_miss,
     choose,
+    ray_fix,
+    ray_view,
+    version_verdict,
 )
 
 if TYPE_CHECKING:
@@ -111,8 +119,10 @@ class StageEnv:
     origin: str
 
 
-def _stage_env(stages: list[Map], stage_id: int | None) -> dict[str, StageEnv]:
-    """The decision variables the (platform-applied) stage `stage_id` sets in its environment."""
+def _stage_env(
+    stages: list[Map], stage_id: int | None, names: tuple[str, ...] = DECISION_ENV
+) -> dict[str, StageEnv]:
+    """The decision variables (`names`) the (platform-applied) stage `stage_id` sets in its environment."""
     found: dict[str, StageEnv] = {}
     for stage in stages:
         sid = stage.get("stage_id")
@@ -121,7 +131,7 @@ def _stage_env(stages: list[Map], stage_id: int | None) -> dict[str, StageEnv]:
         env = stage.get("env")
         if not isinstance(env, Map):
             continue
-        for name in DECISION_ENV:
+        for name in names:
             node = env.get(name)
             if isinstance(node, Scalar) and node.value is not None:
                 value = to_plain(node)
@@ -162,13 +172,21 @@ def speaker_decision(
     host: HostCaps,
     override: Backend | None = None,
 ) -> SpeakerDecision:
-    """The effective speaker backend of the Code2Wav stage on `platform`, and why.
+    """The effective speaker backend of the Code2Wav stage on `platform`, and why (for CosyVoice3,
+    GLM-TTS and Ming-TTS, of the component that embeds: `speaker_models.model_decision`).
 
     Gathers its own inputs from the Deployment: the pipeline, the Code2Wav extra and its path, and
     the environment the file gives that stage (the platform view's stage `env`). `env` is the
     environment of the process that starts the server (the pod's for k8s), `host` what the serving
     host provides, `override` serve's --spk-backend.
     """
+    model = MODELS.get(deployment.pipeline.name or "")
+    if model is not None and model is not MINICPMO:
+        from omni_deploy.resolve.speaker_models import model_decision
+
+        return model_decision(model, deployment, platform, env=env, host=host, override=override)
+    known = deployment.pipeline.known
+    stage = known.code2wav_stage if known is not None else None
     return _decide(
         platform,
         deployment.pipeline,
@@ -178,6 +196,7 @@ def speaker_decision(
         host,
         override,
         _code2wav_stage_env(deployment, platform),
+        ray_stages(deployment, platform).get(stage) if stage is not None else None,
     )
 
 
@@ -214,12 +233,14 @@ def _decide(
     host: HostCaps,
     override: Backend | None = None,
     stage_env_vars: dict[str, StageEnv] | None = None,
+    ray: str | None = None,
 ) -> SpeakerDecision:
     """The effective speaker backend of one platform. `override` is serve's --spk-backend;
-    `stage_env_vars` what the file's Code2Wav stage sets in its own environment (`_stage_env`)."""
+    `stage_env_vars` what the file's Code2Wav stage sets in its own environment (`_stage_env`);
+    `ray` where the file puts that stage's model in Ray workers (None: it does not)."""
     if not pipeline.is_minicpmo:
         return _not_minicpmo(platform, pipeline)
-    ask = _ask(platform, extra, extra_path, env, stage_env_vars or {})
+    ask = _ask(platform, extra, extra_path, env, stage_env_vars or {}, ray)
     if platform != "cuda":
         return _off_cuda(ask, override)
     for name, var in ask.in_file.items():
@@ -253,18 +274,26 @@ def _not_minicpmo(platform: str, pipeline: PipelineInfo) -> SpeakerDecision:
 
 
 def _ask(
-    platform: str, extra: Map | None, extra_path: str, env: dict[str, str], in_file: dict[str, StageEnv]
+    platform: str,
+    extra: Map | None,
+    extra_path: str,
+    env: dict[str, str],
+    in_file: dict[str, StageEnv],
+    ray: str | None = None,
 ) -> _Ask:
     trt = _setting(extra, extra_path, KEY_TRT)
     device_spk = _setting(extra, extra_path, KEY_DEVICE_SPK)
     tf32 = _setting(extra, extra_path, KEY_ALLOW_TF32)
     environ = {**env, **{name: var.value for name, var in in_file.items()}}
+    ray_warnings: list[str] = []
+    if ray is not None:  # the stage's model runs in Ray workers: what they see of its environment decides
+        hint = f"{extra_path}.{KEY_DEVICE_SPK}, {KEY_TRT}, {KEY_ALLOW_TF32}"
+        environ, ray_warnings = ray_env_warnings("the Code2Wav stage", ray, environ, DECISION_ENV, hint)
     plain = {s.name.rsplit(".", 1)[-1]: s.value for s in (trt, device_spk, tf32) if s.explicit}
     choice = choose(plain, environ, on_cuda=platform == "cuda")
     reasons = [Reason("platform", platform, "--platform")]
-    return _Ask(
-        platform, extra_path, trt, device_spk, tf32, in_file, environ, choice, reasons, list(choice.problems)
-    )
+    warnings = [*ray_warnings, *choice.problems]
+    return _Ask(platform, extra_path, trt, device_spk, tf32, in_file, environ, choice, reasons, warnings)
 
 
 def _off_cuda(ask: _Ask, override: Backend | None) -> SpeakerDecision:
@@ -318,24 +347,6 @@ def _tensorrt(ask: _Ask, host: HostCaps) -> SpeakerDecision:
     )
 
 
-def _missing_for_plugin(host: HostCaps) -> list[str]:
-    """What keeps omni-deploy's plugin from providing the CUDA path on this host."""
-    missing = [name for name, ok in (("torch", host.torch), ("onnx", host.onnx)) if not ok]
-    if not host.plugin_registered:
-        missing.append(f"omni-deploy's vLLM plugin ({install_hint('speaker')})")
-    if not host.plugin_allowed:
-        missing.append(
-            f"omni-deploy's vLLM plugin in {PLUGINS_ALLOWLIST_ENV}={host.plugins_allowlist} (an allowlist: "
-            f"add {PLUGIN_NAME})"
-        )
-    if host.vllm_elsewhere:
-        missing.append(
-            f"omni-deploy in the environment of the `vllm` first on PATH ({host.vllm_on_path}, run by "
-            f"{host.vllm_on_path_python}): the plugin registered here is not visible to that server"
-        )
-    return missing
-
-
 def _cuda_torch(ask: _Ask, host: HostCaps) -> SpeakerDecision:
     """cuda-torch, if someone on this host can provide it: vllm-omni itself or omni-deploy's plugin."""
     tf32 = ask.tf32
@@ -347,7 +358,7 @@ def _cuda_torch(ask: _Ask, host: HostCaps) -> SpeakerDecision:
         where = "host" if host.probed else f"assumed vllm-omni {host.vllm_omni}"
         ask.reasons.append(Reason("provider", "vllm-omni", where))
     else:
-        missing = _missing_for_plugin(host)
+        missing = plugin_cannot_act(host, MINICPMO, ask.environ, ask.warnings)
         if missing:
             ask.warnings.append(f"the CUDA CAM++ path cannot act on this host: missing {', '.join(missing)}")
             ask.reasons.append(Reason("provider", "none", "host"))
@@ -377,6 +388,81 @@ def _cuda_torch(ask: _Ask, host: HostCaps) -> SpeakerDecision:
         _fallbacks(ask.extra_path, CUDA_TORCH),
         ask.warnings,
     )
+
+
+def plugin_cannot_act(host: HostCaps, model: Model, env: Mapping[str, str], warnings: list[str]) -> list[str]:
+    """What keeps omni-deploy's plugin from giving `model` the CUDA path on `host` (empty: nothing);
+    a version the plugin is not verified against, but will patch, adds a warning."""
+    missing = [name for name, ok in (("torch", host.torch), ("onnx", host.onnx)) if not ok]
+    if not host.plugin_registered:
+        missing.append(f"omni-deploy's vLLM plugin ({install_hint('speaker')})")
+    if not host.plugin_allowed:
+        near = allowlist_near_miss(host.plugins_allowlist)
+        missing.append(
+            f"omni-deploy's vLLM plugin in {PLUGINS_ALLOWLIST_ENV}={host.plugins_allowlist} (an allowlist"
+            + (f"; vLLM compares {near!r}, it strips nothing" if near else "")
+            + f": {PLUGINS_ALLOWLIST_ENV}={allowlist_fix(host.plugins_allowlist or '')})"
+        )
+    if host.vllm_elsewhere:
+        missing.append(
+            f"omni-deploy in the environment of the `vllm` first on PATH ({host.vllm_on_path}, run by "
+            f"{host.vllm_on_path_python}): the plugin registered here is not visible to that server"
+        )
+    allowed, note = version_verdict(host.vllm_omni, env)
+    if not allowed and note:
+        missing.append(note)
+    elif note and host.vllm_omni:
+        warnings.append(note)
+    problems = host.plugin_shapes.get(model.pipeline, [])
+    if problems:
+        missing.append(f"a vllm-omni the plugin can patch for {model.title} ({'; '.join(problems)})")
+    return missing
+
+
+def ray_stages(deployment: Deployment, platform: str) -> dict[int, str]:
+    """Stages whose model runs in Ray workers (`distributed_executor_backend: ray`, on the stage or
+    pipeline-wide) in `platform`'s view, with where that was set."""
+    from omni_deploy.errors import OmniDeployError
+
+    try:
+        view = deployment.on(platform)
+    except OmniDeployError:
+        return {}
+    top = view.config.get("distributed_executor_backend")
+    found = {}
+    for stage in view.stages:
+        sid = stage.get("stage_id")
+        extras = stage.get("engine_extras")
+        own = stage.get("distributed_executor_backend") or (
+            extras.get("distributed_executor_backend") if isinstance(extras, Map) else None
+        )
+        node = own or top
+        if (
+            isinstance(sid, Scalar)
+            and isinstance(sid.value, int)
+            and isinstance(node, Scalar)
+            and node.value == "ray"
+        ):
+            found[sid.value] = str(node.origin)
+    return found
+
+
+def ray_env_warnings(
+    stage_label: str, origin: str, stage_environ: Mapping[str, str], names: tuple[str, ...], keys_hint: str
+) -> tuple[dict[str, str], list[str]]:
+    """What the Ray workers of a stage see of its environment, and a warning per setting that stays
+    behind (vllm/ray/ray_env.py copies only VLLM_*, HF_*, NCCL_*, ... and what it is told to)."""
+    seen = ray_view(stage_environ)
+    dropped = [n for n in names if n in stage_environ and n not in seen]
+    warnings = []
+    if dropped:
+        warnings.append(
+            f"{stage_label} runs its model in Ray workers (distributed_executor_backend: ray at {origin}): vLLM does "
+            f"not copy {', '.join(f'{n}={stage_environ[n]}' for n in dropped)} to them, so the workers decide "
+            f"without it; say it with the file's keys ({keys_hint}), or have vLLM copy it: "
+            f"{ray_fix(dropped, stage_environ)}"
+        )
+    return seen, warnings
 
 
 def _code2wav_stage_env(deployment: Deployment, platform: str) -> dict[str, StageEnv]:

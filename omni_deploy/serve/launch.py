@@ -15,9 +15,10 @@ from omni_deploy.errors import Interrupted, OmniDeployError, ProcessExited, Read
 from omni_deploy.launch.plan import LaunchPlan
 from omni_deploy.redact import secret_values
 from omni_deploy.serve.prepare import Prepared
-from omni_deploy.serve.rundir import add_to_record
+from omni_deploy.serve.rundir import REPORT_SUBDIR, add_to_record
 from omni_deploy.serve.speaker_report import read_report, summary_lines
 from omni_deploy.serve.supervise import Supervisor, local_url
+from omni_deploy.speaker_rules import MINICPMO, MODELS
 
 
 def exec_server(plan: LaunchPlan, env: dict[str, str]) -> None:
@@ -55,7 +56,9 @@ def supervise(
         secrets=secret_values(plan.argv, plan.env_changes),
     )
     expected = prepared.decision.speaker_backend
-    supervisor.on_ready = lambda: report_speaker_backend(directory, expected, supervisor.say)
+    model = MODELS.get(prepared.spec.deployment.pipeline.name or "")
+    later = model.title if model is not None and model is not MINICPMO else None
+    supervisor.on_ready = lambda: report_speaker_backend(directory, expected, supervisor.say, later)
     code = supervisor.run()
     outcome = {"server_code": code, "signals": supervisor.forwarded, "ready_timeout": supervisor.timed_out}
     add_to_record(directory, {"exit": outcome})
@@ -73,18 +76,21 @@ def supervise(
         raise ProcessExited("the server", code)
 
 
-def report_speaker_backend(directory: Path, expected: str, say: Callable[[str], None]) -> None:
-    """After readiness: what each Code2Wav stage said it took, on screen and in launch.json."""
+def report_speaker_backend(
+    directory: Path, expected: str, say: Callable[[str], None], later: str | None = None
+) -> None:
+    """After readiness: what each Code2Wav stage said it took (its report file, else its log line), on
+    screen and in launch.json. `later`: the model settles its speaker path at its first request."""
     try:
         lines = (directory / "server.log").read_text(encoding="utf-8", errors="replace").splitlines()
     except OSError as exc:
         say(f"WARNING: cannot read the server log for the speaker backend: {exc}")
-        return
-    report = read_report(lines)
+        lines = []  # the report files may still tell
+    report = read_report(lines, directory / REPORT_SUBDIR)
     # Recorded before it is said: whoever reads the line may open launch.json at once.
     try:
         add_to_record(directory, {"speaker_report": report.as_dict()})
     except (OSError, ValueError) as exc:
         say(f"WARNING: cannot record the speaker backend in launch.json: {exc}")
-    for level, text in summary_lines(report, expected):
+    for level, text in summary_lines(report, expected, later):
         say(f"WARNING: {text}" if level == "warning" else text)

@@ -23,7 +23,7 @@ from omni_deploy.redact import redact_env
 from omni_deploy.resolve.speaker import SpeakerDecision
 from omni_deploy.serve.preflight import Preflight, Refusal, run_preflight
 from omni_deploy.serve.request import ServeRequest
-from omni_deploy.serve.rundir import make_run_dir, write_new, write_record
+from omni_deploy.serve.rundir import REPORT_SUBDIR, make_run_dir, write_new, write_record
 from omni_deploy.validate.context import Options
 from omni_deploy.validate.runner import FileReport, validate_file
 
@@ -80,11 +80,13 @@ def prepare(
     preflight = run_preflight(request.launch.model, request.platform, spec.decision.speaker_backend, host)
     # A dry run leaves nothing behind unless asked to: no run directory without --run-dir.
     if request.dry_run and request.run_dir is None:
-        return Prepared(spec, spec.plan("<run dir>/deploy.yaml"), preflight, None, None)
+        plan = spec.plan("<run dir>/deploy.yaml", report_dir="<run dir>/" + REPORT_SUBDIR)
+        return Prepared(spec, plan, preflight, None, None)
     directory = make_run_dir(request.run_dir)
     config_path = directory / "deploy.yaml"
     write_new(config_path, rendered.text)
-    prepared = Prepared(spec, spec.plan(str(config_path)), preflight, directory, config_path)
+    plan = spec.plan(str(config_path), report_dir=str(directory / REPORT_SUBDIR))
+    prepared = Prepared(spec, plan, preflight, directory, config_path)
     write_record(directory, _record(prepared, request, str(deployment.top)))
     return prepared
 

@@ -26,6 +26,7 @@ def default_runs_root() -> Path:
 
 
 PRIVATE_DIR = 0o700
+REPORT_SUBDIR = "speaker"  # where the server's processes write their speaker reports
 PRIVATE_FILE = 0o600
 
 

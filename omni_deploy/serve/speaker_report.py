@@ -13,13 +13,13 @@ out by VLLM_PLUGINS, a `vllm` from another environment). Pure apart from reading
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from omni_deploy.integrations.report import read_files
 from omni_deploy.speaker_rules import LOG_PREFIX, PLUGIN_NAME, PLUGINS_ALLOWLIST_ENV, REPORT_MARK
 
 WARNING_MARK = LOG_PREFIX  # the plugin's warnings begin with it
@@ -79,22 +79,8 @@ def parse_report_file(record: Any) -> StageReport | None:
 
 def read_report_files(directory: Path) -> tuple[list[StageReport], list[str]]:
     """The report files in `directory` (one per component and process), and what could not be read."""
-    stages, problems = [], []
-    try:
-        paths = sorted(p for p in directory.glob("*.json") if p.is_file())
-    except OSError as exc:
-        return [], [f"cannot list {directory}: {exc}"]
-    for path in paths:
-        try:
-            stage = parse_report_file(json.loads(path.read_text(encoding="utf-8")))
-        except (OSError, ValueError) as exc:
-            problems.append(f"cannot read {path.name}: {exc}")
-            continue
-        if stage is None:
-            problems.append(f"{path.name} is not a speaker report")
-        else:
-            stages.append(stage)
-    return stages, problems
+    records, problems = read_files(directory)
+    return [s for s in map(parse_report_file, records) if s is not None], problems
 
 
 def read_report(lines: Iterable[str], directory: Path | None = None) -> SpeakerReport:
@@ -117,13 +103,27 @@ def read_report(lines: Iterable[str], directory: Path | None = None) -> SpeakerR
     return report
 
 
-def summary_lines(report: SpeakerReport, expected: str | None) -> list[tuple[str, str]]:
-    """(level, text) lines for the operator; level is "info" or "warning"."""
+def summary_lines(
+    report: SpeakerReport, expected: str | None, later: str | None = None
+) -> list[tuple[str, str]]:
+    """(level, text) lines for the operator; level is "info" or "warning". `later` names a model
+    whose speaker path is settled at its first request with a reference voice, not at start-up
+    (its report comes then: `explain --backend --probe` reads it)."""
+    if not report.stages and later is not None:
+        return [
+            (
+                "info",
+                f"{later} settles its speaker path at the first request with a reference voice; its report "
+                "comes then (`omni-deploy explain --backend --probe` on this host reads it)"
+                + (f"; the deploy file asks for {expected}" if expected else ""),
+            )
+        ]
     if not report.stages:
         return [
             (
                 "warning",
-                "NO speaker-backend report from any Code2Wav stage in the server log: omni-deploy's "
+                "NO speaker-backend report from any Code2Wav stage (no report file, nothing in the server log): "
+                "omni-deploy's "
                 f"vLLM plugin did not run there ({PLUGINS_ALLOWLIST_ENV} without {PLUGIN_NAME}, "
                 "omni-deploy not installed in the server's environment, or a `vllm` from another "
                 f"environment); the speaker embedding is likely on ONNX Runtime on the CPU"

@@ -80,6 +80,27 @@ def test_the_backend_the_server_reports_is_printed_and_recorded(start_serve, tmp
     served.proc.wait(timeout=15)
 
 
+def test_the_backend_is_confirmed_from_the_report_file_when_logging_hides_info(
+    start_serve, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    served = start_serve(
+        *_base(free_port(), tmp_path / "run"),
+        env={"STANDIN_VLLM_SPK_REPORT": "cuda-torch", "VLLM_LOGGING_LEVEL": "WARNING"},
+    )
+    served.wait_for("speaker backend reported by the server")
+    line = next(line for line in served.lines if "speaker backend reported by the server" in line)
+    assert "stage 2: cuda-torch" in line and "WARNING" not in line
+    assert "omni-deploy CAM++ report:" not in (tmp_path / "run" / "server.log").read_text()  # not logged
+    record = served.record()
+    assert record["env"]["OMNI_DEPLOY_SPK_REPORT_DIR"] == str(tmp_path / "run" / "speaker")
+    launch = json.loads((tmp_path / "run" / "launch.json").read_text())
+    assert launch["speaker_report"]["source"] == "report files"
+    (stage,) = launch["speaker_report"]["stages"]
+    assert stage["backend"] == "cuda-torch" and stage["fields"]["vllm-omni"] == "0.30.0"
+    served.proc.send_signal(signal.SIGTERM)
+    served.proc.wait(timeout=15)
+
+
 def test_another_backend_than_the_file_asked_for_is_a_warning(start_serve, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     served = start_serve(
         *_base(free_port(), tmp_path / "run"), env={"STANDIN_VLLM_SPK_REPORT": "cpu-onnxruntime"}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 
 import pytest
 
@@ -70,3 +71,43 @@ def test_a_backend_other_than_the_one_asked_for_warns() -> None:
     assert level == "warning" and "asked for cuda-torch" in text
     ((level, _),) = summary_lines(report, "cpu-onnxruntime")
     assert level == "info"
+
+
+def test_report_files_come_first_and_a_broken_one_is_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from omni_deploy.integrations.report import write_file
+
+    directory = tmp_path
+    monkeypatch.setenv("OMNI_DEPLOY_SPK_REPORT_DIR", str(directory))
+    path = write_file(Outcome("cuda-torch", "cuda:0", "token2wav_device_spk", stage="2", vllm_omni="0.30.0"))
+    assert path is not None and Path(path).name.startswith("minicpmo_4_5-2-")
+    (directory / "garbage.json").write_text("{not json")
+    line = "omni-deploy CAM++ report: stage=2 backend=cpu-onnxruntime device=cpu"  # an older line in the log
+    report = read_report([line], directory)
+    (stage,) = report.stages
+    assert report.source == "report files" and stage.backend == "cuda-torch"
+    assert stage.fields["vllm-omni"] == "0.30.0" and stage.fields["decided-by"] == "token2wav_device_spk"
+    assert any("garbage.json" in w for w in report.warnings)
+    assert read_report([line], directory / "missing").source == "server log"
+
+
+def test_a_rewritten_file_replaces_the_first_report(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from omni_deploy.integrations.report import write_file
+
+    directory = tmp_path
+    monkeypatch.setenv("OMNI_DEPLOY_SPK_REPORT_DIR", str(directory))
+    outcome = Outcome("cuda-torch", "cuda:0", "x", stage="2")
+    write_file(outcome)
+    outcome.backend, outcome.retired = "cpu-onnxruntime", "EmbeddingRejected: norm 0"
+    write_file(outcome)  # what the guard does when it retires the encoder for good
+    (stage,) = read_report([], directory).stages
+    assert stage.backend == "cpu-onnxruntime" and stage.fields["retired"] == "EmbeddingRejected: norm 0"
+    assert not [p for p in directory.iterdir() if p.name.startswith(".")]  # no temporary file left
+
+
+def test_a_model_that_reports_at_its_first_request_is_not_a_warning() -> None:
+    ((level, text),) = summary_lines(
+        read_report([]), "cpu-onnxruntime", later="CosyVoice3 multimodal processor"
+    )
+    assert level == "info" and "first request with a reference voice" in text and "--probe" in text

@@ -1,0 +1,197 @@
+"""Where CosyVoice3, GLM-TTS and Ming-TTS compute CAM++ speaker embeddings in vllm-omni 0.30.0, and
+why: the same decision `resolve.speaker` makes for MiniCPM-o 4.5's Code2Wav, for the other models
+omni-deploy's plugin gives the CUDA path (`speaker_rules.MODELS`, `speaker_rules.choose_for`).
+
+- Ming-TTS embeds in its stage-0 process: the deploy file decides (`ming_device_spk` in the extra
+  of that stage's connector to stage 1, default true), env OMNI_DEPLOY_SPK_BACKEND in that stage's
+  environment overrides, a stage under Ray sees only what vLLM copies to its workers.
+- CosyVoice3 and GLM-TTS embed in their multimodal processor, in the API server process: only that
+  process's environment decides (OMNI_DEPLOY_SPK_PROCESSOR=cuda-torch, opt-in); a stage's `env`
+  never reaches it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from omni_deploy.config.nodes import Map, Scalar, child_path
+from omni_deploy.errors import OmniDeployError
+from omni_deploy.host import HostCaps
+from omni_deploy.resolve.speaker import (
+    Fallback,
+    Reason,
+    SpeakerDecision,
+    StageEnv,
+    _stage_env,
+    plugin_cannot_act,
+    ray_env_warnings,
+    ray_stages,
+)
+from omni_deploy.speaker_rules import (
+    COSYVOICE3,
+    CPU_ORT,
+    CUDA_TORCH,
+    ENV_BACKEND,
+    ENV_COSYVOICE3_TRT,
+    ENV_PROCESSOR,
+    ENV_TF32,
+    GLM_TTS,
+    ORT_CUDA,
+    PROCESSOR,
+    TENSORRT,
+    Backend,
+    Model,
+    choose_for,
+    cosyvoice3_trt_enabled,
+)
+
+if TYPE_CHECKING:
+    from omni_deploy.deployment import Deployment
+
+PROCESSOR_ENV = (ENV_PROCESSOR, ENV_TF32)
+STAGE_ENV = (ENV_BACKEND, ENV_TF32)
+
+
+def _connector_extra(deployment: Deployment, model: Model) -> tuple[Map | None, str]:
+    """The extra of the connector `model`'s stage uses on its edge (output or input), and its path."""
+    stage = deployment.stage(model.stage) if model.stage is not None else None
+    side = "output_connectors" if model.connector == "output" else "input_connectors"
+    wiring = stage.get(side) if stage is not None else None
+    connectors = deployment.connectors()
+    if isinstance(wiring, Map) and connectors is not None:
+        for _, entry in wiring.entries.items():
+            if isinstance(entry.node, Scalar) and isinstance(connectors.get(entry.node.value), Map):
+                name = str(entry.node.value)
+                connector = connectors.get(name)
+                extra = connector.get("extra") if isinstance(connector, Map) else None
+                return (extra if isinstance(extra, Map) else None), f"$.connectors.{name}.extra"
+    return None, f"$.connectors.<stage {model.stage} {model.connector}>.extra"
+
+
+def model_decision(
+    model: Model,
+    deployment: Deployment,
+    platform: str,
+    *,
+    env: dict[str, str],
+    host: HostCaps,
+    override: Backend | None = None,
+) -> SpeakerDecision:
+    """The effective speaker backend of `model` on `platform`."""
+    reasons = [
+        Reason("platform", platform, "--platform"),
+        Reason("pipeline", deployment.pipeline.name, deployment.pipeline.source),
+    ]
+    warnings: list[str] = []
+    if override is not None:
+        warnings.append(f"--spk-backend writes MiniCPM-o 4.5's keys and does not reach {model.title}")
+    try:
+        stages = deployment.on(platform).stages
+    except OmniDeployError:
+        stages = deployment.stages()
+    in_file: dict[str, StageEnv] = {}
+    if model.where == PROCESSOR:
+        extra, path, process_env = None, "", dict(env)
+        for stage in stages:
+            sid = stage.get("stage_id")
+            number = sid.value if isinstance(sid, Scalar) else None
+            for name, var in _stage_env([stage], number, PROCESSOR_ENV).items():
+                warnings.append(
+                    f"stages[{number}] env sets {name}={var.value} at {var.origin}: {model.title} runs in the API "
+                    "server, which a stage's env does not reach; set it in the server's environment"
+                )
+        where = "the API server process (the multimodal processor)"
+    else:
+        extra, path = _connector_extra(deployment, model)
+        in_file = _stage_env(stages, model.stage, STAGE_ENV)
+        process_env = {**env, **{name: var.value for name, var in in_file.items()}}
+        ray = ray_stages(deployment, platform).get(model.stage) if model.stage is not None else None
+        if ray is not None:
+            process_env, dropped = ray_env_warnings(
+                f"stage {model.stage}", ray, process_env, STAGE_ENV, f"{path}.{model.key}"
+            )
+            warnings += dropped
+        where = f"stage {model.stage}'s process"
+    own = _vllm_omni_on_gpu(model, platform, process_env, host, reasons)
+    if own is not None:
+        return own
+    plain = {}
+    if model.key is not None and extra is not None:
+        node = extra.get(model.key)
+        if isinstance(node, Scalar):
+            plain[model.key] = node.value
+            reasons.append(Reason(child_path(path, model.key), node.value, str(node.origin)))
+    choice = choose_for(model, plain, process_env, on_cuda=platform == "cuda")
+    warnings += list(choice.problems)
+    if choice.decided_by.startswith("env "):
+        name = choice.decided_by.split()[1]
+        origin = in_file[name].origin if model.where != PROCESSOR and name in in_file else f"env {name}"
+        if name not in process_env:
+            origin = f"env {name} unset: opt-in, the API server process owns no GPU"
+        reasons.append(Reason(name, process_env.get(name), origin))
+    elif model.key is not None and model.key not in plain:
+        reasons.append(Reason(child_path(path, model.key), True, "default"))
+    switches = _switches(model, path)
+    if choice.backend == CPU_ORT:
+        provider = "vllm-omni (ONNX Runtime on the CPU" + (", off CUDA)" if platform != "cuda" else ")")
+        return SpeakerDecision(platform, CPU_ORT, provider, "fp32", "fp32", None, None, reasons,
+                               [f for f in switches if f.backend != CPU_ORT], warnings)  # fmt: skip
+    missing = plugin_cannot_act(host, model, process_env, warnings)
+    if missing:
+        warnings.append(f"the CUDA CAM++ path cannot act on this host: missing {', '.join(missing)}")
+        reasons.append(Reason("provider", "none", "host"))
+        return SpeakerDecision(platform, CPU_ORT, "vllm-omni (ONNX Runtime, CPU): fallback, CUDA path unavailable",
+                               "fp32", "fp32", None, None, reasons, switches, warnings)  # fmt: skip
+    reasons.append(Reason("provider", "omni-deploy plugin", "host" if host.probed else "assumed"))
+    return SpeakerDecision(
+        platform,
+        CUDA_TORCH,
+        f"omni-deploy vLLM plugin, in {where}",
+        "fp32",
+        "fp32",
+        choice.allow_tf32,
+        "PyTorch's cuDNN flag (torch.backends.cudnn.allow_tf32, on by default)",
+        reasons,
+        [f for f in switches if f.backend != CUDA_TORCH],
+        warnings,
+    )
+
+
+def _switches(model: Model, path: str) -> list[Fallback]:
+    if model.where == PROCESSOR:
+        return [
+            Fallback(CUDA_TORCH, f"env {ENV_PROCESSOR}=cuda-torch in the server's environment (the API server "
+                     "opens a CUDA context on its first GPU: docs/speaker-backends.md)"),
+            Fallback(CPU_ORT, f"leave {ENV_PROCESSOR} unset, or set it to cpu-onnxruntime"),
+        ]  # fmt: skip
+    return [
+        Fallback(CUDA_TORCH, f"set {path}.{model.key}: true (the default)"),
+        Fallback(
+            CPU_ORT, f"set {path}.{model.key}: false (or env {ENV_BACKEND}=cpu-onnxruntime for that stage)"
+        ),
+    ]
+
+
+def _vllm_omni_on_gpu(
+    model: Model, platform: str, env: dict[str, str], host: HostCaps, reasons: list[Reason]
+) -> SpeakerDecision | None:
+    """Where vllm-omni itself already runs the model's CAM++ on the GPU, which the plugin leaves
+    alone: CosyVoice3's TensorRT engine, GLM-TTS's ONNX Runtime with onnxruntime-gpu's CUDA provider."""
+    if platform != "cuda":
+        return None
+    if model is COSYVOICE3 and host.tensorrt and cosyvoice3_trt_enabled(env):
+        reasons.append(Reason(ENV_COSYVOICE3_TRT, env.get(ENV_COSYVOICE3_TRT, "1"), "vllm-omni (default on)"))
+        return SpeakerDecision(
+            platform, TENSORRT, "vllm-omni (CosyVoice3's TensorRT engine built from campplus.onnx)",
+            "TensorRT engine", "fp32", None, None, reasons,
+            [Fallback(CPU_ORT, f"env {ENV_COSYVOICE3_TRT}=0 (then {ENV_PROCESSOR}=cuda-torch gives omni-deploy's "
+                      "encoder)")],
+        )  # fmt: skip
+    if model is GLM_TTS and host.onnxruntime_gpu:
+        reasons.append(Reason("onnxruntime-gpu", True, "host"))
+        return SpeakerDecision(
+            platform, ORT_CUDA, "vllm-omni (ONNX Runtime's CUDA provider, onnxruntime-gpu)", "fp32", "fp32",
+            None, None, reasons, [],
+            ["onnxruntime-gpu runs GLM-TTS's CAM++ on the GPU already; omni-deploy's plugin leaves it alone"],
+        )  # fmt: skip
+    return None
