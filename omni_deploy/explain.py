@@ -21,9 +21,12 @@ from omni_deploy.launch.spec import launch_spec
 from omni_deploy.resolve.overview import overview
 from omni_deploy.resolve.speaker import SpeakerDecision
 from omni_deploy.speaker_rules import (
+    ENV_REPORT_DIR,
+    ENV_VERIFIED_ONLY,
     KEY_DEVICE_SPK,
     PLUGIN_NAME,
     PLUGINS_ALLOWLIST_ENV,
+    VERIFIED_VLLM_OMNI,
     Backend,
     allowlist_fix,
     allowlist_near_miss,
@@ -161,6 +164,53 @@ def probe_notes(host: HostCaps) -> list[str]:
         notes.append(
             f"  the installed vllm-omni reads {KEY_DEVICE_SPK} itself: its code decides the speaker "
             "backend and omni-deploy's plugin stands aside"
+        )
+    notes += _version_notes(host)
+    if host.report_line_logged is True:
+        notes.append(f"  report line: in the server log ({host.report_line_why})")
+    else:
+        notes.append(
+            f"  note: the plugin's INFO report line will not be in the server log ({host.report_line_why}); "
+            f"its report files still are where {ENV_REPORT_DIR} says (omni-deploy serve sets it and reads them)"
+        )
+    notes += _server_report_notes(host)
+    return notes
+
+
+def _version_notes(host: HostCaps) -> list[str]:
+    if host.vllm_omni is None:
+        return []
+    notes = []
+    verified = ", ".join(VERIFIED_VLLM_OMNI)
+    if host.vllm_omni_verified:
+        notes.append(f"  vllm-omni {host.vllm_omni}: a release the plugin is verified against")
+    elif host.verified_only:
+        notes.append(
+            f"  warning: vllm-omni {host.vllm_omni} is not a release the plugin is verified against ({verified}) "
+            f"and {ENV_VERIFIED_ONLY}=1 refuses it: every model keeps vllm-omni's own speaker path"
+        )
+    else:
+        notes.append(
+            f"  warning: vllm-omni {host.vllm_omni} is not a release the plugin is verified against ({verified}); "
+            "it patches only where the code has the shapes it checks:"
+        )
+    for model, problems in sorted(host.plugin_shapes.items()):
+        state = "; ".join(problems) if problems else "every shape the patch relies on is there"
+        notes.append(f"    {model}: {'warning: cannot patch: ' if problems else ''}{state}")
+    return notes
+
+
+def _server_report_notes(host: HostCaps) -> list[str]:
+    if not host.server_reports:
+        where = f" in {host.server_reports_from}" if host.server_reports_from else ""
+        return [f"  last server report: none found{where}"]
+    notes = [f"  last server report ({host.server_reports_from}):"]
+    for r in host.server_reports:
+        where = f"stage {r.get('stage')}" if str(r.get("stage", "")).isdigit() else str(r.get("stage"))
+        retired = f", retired: {r['retired']}" if r.get("retired") else ""
+        notes.append(
+            f"    {r.get('model')} {where}: {r.get('backend')} on {r.get('device')} (decided by {r.get('why')}; "
+            f"vllm-omni {r.get('vllm_omni')}; pid {r.get('pid')} on {r.get('host')}, {r.get('time')}{retired})"
         )
     return notes
 

@@ -14,18 +14,23 @@ import shutil
 import subprocess
 import sys
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 from omni_deploy.bundled import installed_version, installed_vllm_omni_dir
 from omni_deploy.knowledge.versions import major_minor
 from omni_deploy.speaker_rules import (
     CODE2WAV_MODULE,
+    ENV_REPORT_DIR,
+    ENV_VERIFIED_ONLY,
     KEY_DEVICE_SPK,
     PLUGIN_GROUP,
     PLUGIN_NAME,
     PLUGINS_ALLOWLIST_ENV,
+    VERIFIED_VLLM_OMNI,
     allowlist_drops_plugin,
     reads_device_spk,
+    report_line_logged,
 )
 
 
@@ -36,6 +41,7 @@ class HostCaps:
     onnx: bool = True
     onnxruntime: bool = True
     tensorrt: bool = False
+    onnxruntime_gpu: bool = False  # the onnxruntime-gpu build (its CUDA provider) is installed
     vllm: str | None = None
     vllm_omni: str | None = None
     vllm_omni_reads_device_spk: bool = False
@@ -45,10 +51,25 @@ class HostCaps:
     vllm_on_path_python: str | None = None  # the interpreter it runs with, from its #! line
     gpus: list[str] = field(default_factory=list)
     gpu_query: str = "not probed"
+    # Per model the plugin patches: the code shapes its patch relies on that the installed
+    # vllm-omni lacks (integrations.targets, read from its source; empty: all there, or not probed).
+    plugin_shapes: dict[str, list[str]] = field(default_factory=dict)
+    # What the last server reported (its report files), and where they were read.
+    server_reports: list[dict[str, Any]] = field(default_factory=list)
+    server_reports_from: str | None = None
+    # Whether the plugin's INFO report line reaches a server's log started from this environment.
+    report_line_logged: bool | None = True
+    report_line_why: str = "not probed"
+    verified_only: bool = False  # OMNI_DEPLOY_SPK_VERIFIED_ONLY=1 here
 
     @property
     def plugin_allowed(self) -> bool:
         return not allowlist_drops_plugin(self.plugins_allowlist)
+
+    @property
+    def vllm_omni_verified(self) -> bool | None:
+        """Whether the plugin is verified against this vllm-omni (None: not installed / not known)."""
+        return None if self.vllm_omni is None else self.vllm_omni in VERIFIED_VLLM_OMNI
 
     @property
     def vllm_elsewhere(self) -> bool:
@@ -70,6 +91,7 @@ class HostCaps:
         out["versions_match"] = self.versions_match
         out["plugin_allowed"] = self.plugin_allowed
         out["vllm_elsewhere"] = self.vllm_elsewhere
+        out["vllm_omni_verified"] = self.vllm_omni_verified
         return out
 
 
@@ -168,15 +190,57 @@ def detect_platform() -> str | None:
     return None
 
 
+def installed_shapes() -> dict[str, list[str]]:
+    """`integrations.targets`' shape checks over the installed vllm-omni's source (nothing imported)."""
+    from omni_deploy.integrations.targets import TARGETS, shape_problems
+
+    root = installed_vllm_omni_dir()
+    if root is None:
+        return {}
+
+    def read(module: str) -> str | None:
+        path = root.parent / (module.replace(".", "/") + ".py")
+        try:
+            return path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            return None
+
+    return {t.model.pipeline: shape_problems(t, read) for t in TARGETS}
+
+
+def last_server_reports(
+    runs_root: Path, env: dict[str, str] | None = None
+) -> tuple[list[dict[str, Any]], str | None]:
+    """The report files of the last server on this host: in OMNI_DEPLOY_SPK_REPORT_DIR when set, else
+    in the newest run directory under `runs_root` (`omni-deploy serve`'s) that has any."""
+    from omni_deploy.integrations.report import read_files
+
+    environ = os.environ if env is None else env
+    if environ.get(ENV_REPORT_DIR):
+        directory = environ[ENV_REPORT_DIR]
+        return (read_files(directory)[0] if os.path.isdir(directory) else []), directory
+    try:
+        runs = sorted((p for p in runs_root.iterdir() if (p / "speaker").is_dir()), reverse=True)
+    except OSError:
+        return [], None
+    for run in runs:
+        records = read_files(run / "speaker")[0]
+        if records:
+            return records, str(run / "speaker")
+    return [], None
+
+
 def probe_host() -> HostCaps:
     gpus, how = query_gpus()
     vllm_path, vllm_python = vllm_executable()
+    logged, why = report_line_logged(os.environ)
     return HostCaps(
         probed=True,
         torch=_importable("torch"),
         onnx=_importable("onnx"),
         onnxruntime=_importable("onnxruntime"),
         tensorrt=_importable("tensorrt"),
+        onnxruntime_gpu=installed_version("onnxruntime-gpu") is not None,
         vllm=installed_version("vllm"),
         vllm_omni=installed_version("vllm-omni"),
         vllm_omni_reads_device_spk=vllm_omni_reads_device_spk(),
@@ -186,4 +250,8 @@ def probe_host() -> HostCaps:
         vllm_on_path_python=vllm_python,
         gpus=gpus,
         gpu_query=how,
+        plugin_shapes=installed_shapes(),
+        report_line_logged=logged,
+        report_line_why=why,
+        verified_only=os.environ.get(ENV_VERIFIED_ONLY) == "1",
     )

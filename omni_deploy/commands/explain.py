@@ -73,6 +73,11 @@ def explain(
     deployment = load_deployment(read_one_input(file, stdin_filename), pipeline)
     target = target_version or default_target_version()
     host = probe_host() if probe else assumed_host(target)
+    if probe:  # what the last server on this host reported (serve's run directories, or the variable)
+        from omni_deploy.host import last_server_reports
+        from omni_deploy.serve.rundir import default_runs_root
+
+        host.server_reports, host.server_reports_from = last_server_reports(default_runs_root())
     platforms = choose_platforms(deployment, platform, backend)
     override = backend_choice(spk_backend)
     explanation = explain(deployment, platforms, backend, host, dict(os.environ), override, target)

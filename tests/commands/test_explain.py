@@ -169,3 +169,76 @@ def test_a_stage_runtime_env_is_part_of_the_answer(capsys: pytest.CaptureFixture
     result = run_cli(capsys, "explain", "--backend", str(DATA / "stage_env_cpu.yaml"), "--platform", "cuda")
     assert "cuda: cpu-onnxruntime" in result.out
     assert "OMNI_DEPLOY_SPK_BACKEND" in result.out and "stages[2] env" in result.out
+
+
+def _probe(capsys: pytest.CaptureFixture[str], *args: str) -> str:
+    result = run_cli(capsys, "explain", "--backend", "--probe", "--platform", "cuda", *args)
+    assert result.code == 0, result.err
+    return result.out
+
+
+def test_probe_names_an_unverified_vllm_omni_and_the_switch_refuses_it(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import omni_deploy.host
+
+    real = omni_deploy.host.installed_version
+    monkeypatch.setattr(
+        omni_deploy.host, "installed_version", lambda d: "0.99.0" if d == "vllm-omni" else real(d)
+    )
+    out = _probe(capsys)
+    assert "warning: vllm-omni 0.99.0 is not a release the plugin is verified against (0.30.0)" in out
+    assert "cuda: cuda-torch" in out  # it still patches where the code has the shapes it checks
+    monkeypatch.setenv("OMNI_DEPLOY_SPK_VERIFIED_ONLY", "1")
+    out = _probe(capsys)
+    assert "cuda: cpu-onnxruntime" in out and "OMNI_DEPLOY_SPK_VERIFIED_ONLY=1 refuses it" in out
+
+
+def test_probe_says_a_log_level_hides_the_report_line_but_not_the_backend(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("VLLM_LOGGING_LEVEL", "WARNING")
+    out = _probe(capsys)
+    assert "cuda: cuda-torch" in out
+    assert (
+        "report line will not be in the server log (VLLM_LOGGING_LEVEL=WARNING: INFO lines are not printed)"
+        in out
+    )
+    assert "report files still are" in out
+
+
+def test_probe_shows_the_last_servers_report_files(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from omni_deploy.integrations.report import Outcome, write_file
+
+    monkeypatch.setenv("OMNI_DEPLOY_SPK_REPORT_DIR", str(tmp_path))
+    assert "last server report: none found in" in _probe(capsys)
+    write_file(
+        Outcome("cuda-torch", "cuda:0", "token2wav_device_spk (default)", stage="2", vllm_omni="0.30.0")
+    )
+    out = _probe(capsys)
+    assert f"last server report ({tmp_path}):" in out
+    assert (
+        "minicpmo_4_5 stage 2: cuda-torch on cuda:0 (decided by token2wav_device_spk (default); vllm-omni 0.30.0"
+        in out
+    )
+
+
+def test_probe_of_the_run_directories_of_serve(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from omni_deploy.integrations.report import Outcome, write_file
+
+    monkeypatch.delenv("OMNI_DEPLOY_SPK_REPORT_DIR", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    runs = tmp_path / "omni-deploy" / "runs"
+    for run, backend in (
+        ("20261201-100000-aaaaaa", "cpu-onnxruntime"),
+        ("20261201-110000-bbbbbb", "cuda-torch"),
+    ):
+        monkeypatch.setenv("OMNI_DEPLOY_SPK_REPORT_DIR", str(runs / run / "speaker"))
+        write_file(Outcome(backend, "cuda:0", "x", stage="2"))
+    monkeypatch.delenv("OMNI_DEPLOY_SPK_REPORT_DIR")
+    out = _probe(capsys)
+    assert "20261201-110000-bbbbbb" in out and "stage 2: cuda-torch" in out  # the newest run's
