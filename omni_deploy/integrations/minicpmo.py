@@ -35,6 +35,7 @@ from omni_deploy.speaker_rules import (
     KEY_DEVICE_SPK,
     MINICPMO,
     TENSORRT,
+    Choice,
     as_bool,
     choose,
 )
@@ -152,25 +153,16 @@ def take_over(code2wav: Any, stands_aside: bool = False) -> Outcome:
     admission = admit(MINICPMO)
     outcome.vllm_omni, outcome.device = admission.version, str(device)
     if stands_aside:
-        warn("%s: this vllm-omni reads %s itself, so its code decides the speaker backend; omni-deploy's plugin "
-             "stands aside", label, KEY_DEVICE_SPK)  # fmt: skip
-        outcome.backend, outcome.why = (
-            (CPU_ORT if is_ort_session(current) else _describe(current)),
-            "vllm-omni",
-        )
-        return outcome
-    on_cuda = device.type == "cuda" or forced_cpu()
-    choice = choose(stage_extra(code2wav), os.environ, on_cuda=on_cuda)
+        return _stand_aside(outcome, current, label)
+    choice = choose(stage_extra(code2wav), os.environ, on_cuda=device.type == "cuda" or forced_cpu())
     for problem in choice.problems:
         warn("%s: %s", label, problem)
     outcome.warnings = list(choice.problems)
     if not is_ort_session(current):
         # TensorRT (vllm-omni swapped in its own callable) or something else: never touched.
         trt = choice.backend == TENSORRT
-        outcome.backend, outcome.why = (
-            (TENSORRT if trt else _describe(current)),
-            (choice.decided_by if trt else "vllm-omni"),
-        )
+        outcome.backend = TENSORRT if trt else _describe(current)
+        outcome.why = choice.decided_by if trt else "vllm-omni"
         return outcome
     outcome.backend, outcome.device, outcome.why = CPU_ORT, "cpu", choice.decided_by
     if choice.backend != CUDA_TORCH:
@@ -184,9 +176,24 @@ def take_over(code2wav: Any, stands_aside: bool = False) -> Outcome:
     if not admission.ok:
         outcome.why = admission.why
         return outcome
+    return _install_guard(core, device, current, choice, label, outcome)
+
+
+def _stand_aside(outcome: Outcome, current: Any, label: str) -> Outcome:
+    """A vllm-omni that reads token2wav_device_spk itself decides; the plugin only reports."""
+    warn("%s: this vllm-omni reads %s itself, so its code decides the speaker backend; omni-deploy's plugin "
+         "stands aside", label, KEY_DEVICE_SPK)  # fmt: skip
+    outcome.backend = CPU_ORT if is_ort_session(current) else _describe(current)
+    outcome.why = "vllm-omni"
+    return outcome
+
+
+def _install_guard(
+    core: Any, device: Any, current: Any, choice: Choice, label: str, outcome: Outcome
+) -> Outcome:
+    """The guarded encoder in the core's `_spk_model` slot, vllm-omni's session behind it."""
     onnx_path = os.path.join(str(core.model_path), "campplus.onnx")
     outcome.onnx = onnx_path
-
     guard, encoder = load_guard(onnx_path, device, choice, session_embedder(current), label, outcome)
     if guard is None:
         return outcome

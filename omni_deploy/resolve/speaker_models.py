@@ -12,7 +12,8 @@ omni-deploy's plugin gives the CUDA path (`speaker_rules.MODELS`, `speaker_rules
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from omni_deploy.config.nodes import Map, Scalar, child_path
 from omni_deploy.errors import OmniDeployError
@@ -40,6 +41,7 @@ from omni_deploy.speaker_rules import (
     PROCESSOR,
     TENSORRT,
     Backend,
+    Choice,
     Model,
     choose_for,
     cosyvoice3_trt_enabled,
@@ -68,6 +70,51 @@ def _connector_extra(deployment: Deployment, model: Model) -> tuple[Map | None, 
     return None, f"$.connectors.<stage {model.stage} {model.connector}>.extra"
 
 
+@dataclass
+class _Process:
+    """The process that embeds for `model`: its environment as the file leaves it, and where the
+    deploy file's switch sits (the connector extra; none for a processor)."""
+
+    where: str
+    env: dict[str, str]
+    extra: Map | None = None
+    path: str = ""
+    in_file: dict[str, StageEnv] = field(default_factory=dict)
+
+
+def _processor(model: Model, stages: list[Map], env: dict[str, str], warnings: list[str]) -> _Process:
+    """CosyVoice3's and GLM-TTS's processor: the API server's environment, which no stage env reaches."""
+    for stage in stages:
+        sid = stage.get("stage_id")
+        number = sid.value if isinstance(sid, Scalar) else None
+        for name, var in _stage_env([stage], number, PROCESSOR_ENV).items():
+            warnings.append(
+                f"stages[{number}] env sets {name}={var.value} at {var.origin}: {model.title} runs in the API "
+                "server, which a stage's env does not reach; set it in the server's environment"
+            )
+    return _Process("the API server process (the multimodal processor)", dict(env))
+
+
+def _stage_process(
+    model: Model,
+    deployment: Deployment,
+    platform: str,
+    stages: list[Map],
+    env: dict[str, str],
+    warnings: list[str],
+) -> _Process:
+    """Ming-TTS's stage: its connector extra, its env over the server's, what Ray copies to workers."""
+    extra, path = _connector_extra(deployment, model)
+    in_file = _stage_env(stages, model.stage, STAGE_ENV)
+    process_env = {**env, **{name: var.value for name, var in in_file.items()}}
+    ray = ray_stages(deployment, platform).get(model.stage) if model.stage is not None else None
+    if ray is not None:
+        process_env, dropped = ray_env_warnings(f"stage {model.stage}", ray, process_env, STAGE_ENV,
+                                                f"{path}.{model.key}")  # fmt: skip
+        warnings += dropped
+    return _Process(f"stage {model.stage}'s process", process_env, extra, path, in_file)
+
+
 def model_decision(
     model: Model,
     deployment: Deployment,
@@ -89,54 +136,55 @@ def model_decision(
         stages = deployment.on(platform).stages
     except OmniDeployError:
         stages = deployment.stages()
-    in_file: dict[str, StageEnv] = {}
     if model.where == PROCESSOR:
-        extra, path, process_env = None, "", dict(env)
-        for stage in stages:
-            sid = stage.get("stage_id")
-            number = sid.value if isinstance(sid, Scalar) else None
-            for name, var in _stage_env([stage], number, PROCESSOR_ENV).items():
-                warnings.append(
-                    f"stages[{number}] env sets {name}={var.value} at {var.origin}: {model.title} runs in the API "
-                    "server, which a stage's env does not reach; set it in the server's environment"
-                )
-        where = "the API server process (the multimodal processor)"
+        process = _processor(model, stages, env, warnings)
     else:
-        extra, path = _connector_extra(deployment, model)
-        in_file = _stage_env(stages, model.stage, STAGE_ENV)
-        process_env = {**env, **{name: var.value for name, var in in_file.items()}}
-        ray = ray_stages(deployment, platform).get(model.stage) if model.stage is not None else None
-        if ray is not None:
-            process_env, dropped = ray_env_warnings(
-                f"stage {model.stage}", ray, process_env, STAGE_ENV, f"{path}.{model.key}"
-            )
-            warnings += dropped
-        where = f"stage {model.stage}'s process"
-    own = _vllm_omni_on_gpu(model, platform, process_env, host, reasons)
+        process = _stage_process(model, deployment, platform, stages, env, warnings)
+    own = _vllm_omni_on_gpu(model, platform, process.env, host, reasons)
     if own is not None:
         return own
     plain = {}
-    if model.key is not None and extra is not None:
-        node = extra.get(model.key)
+    if model.key is not None and process.extra is not None:
+        node = process.extra.get(model.key)
         if isinstance(node, Scalar):
             plain[model.key] = node.value
-            reasons.append(Reason(child_path(path, model.key), node.value, str(node.origin)))
-    choice = choose_for(model, plain, process_env, on_cuda=platform == "cuda")
+            reasons.append(Reason(child_path(process.path, model.key), node.value, str(node.origin)))
+    choice = choose_for(model, plain, process.env, on_cuda=platform == "cuda")
     warnings += list(choice.problems)
+    _decided_by(model, choice, process, plain, reasons)
+    return _decision(model, choice, process, platform, host, reasons, warnings)
+
+
+def _decided_by(
+    model: Model, choice: Choice, process: _Process, plain: dict[str, Any], reasons: list[Reason]
+) -> None:
+    """The reason that decided: an environment variable (where it was set) or the key's default."""
     if choice.decided_by.startswith("env "):
         name = choice.decided_by.split()[1]
-        origin = in_file[name].origin if model.where != PROCESSOR and name in in_file else f"env {name}"
-        if name not in process_env:
+        in_file = model.where != PROCESSOR and name in process.in_file
+        origin = process.in_file[name].origin if in_file else f"env {name}"
+        if name not in process.env:
             origin = f"env {name} unset: opt-in, the API server process owns no GPU"
-        reasons.append(Reason(name, process_env.get(name), origin))
+        reasons.append(Reason(name, process.env.get(name), origin))
     elif model.key is not None and model.key not in plain:
-        reasons.append(Reason(child_path(path, model.key), True, "default"))
-    switches = _switches(model, path)
+        reasons.append(Reason(child_path(process.path, model.key), True, "default"))
+
+
+def _decision(
+    model: Model,
+    choice: Choice,
+    process: _Process,
+    platform: str,
+    host: HostCaps,
+    reasons: list[Reason],
+    warnings: list[str],
+) -> SpeakerDecision:
+    switches = _switches(model, process.path)
     if choice.backend == CPU_ORT:
         provider = "vllm-omni (ONNX Runtime on the CPU" + (", off CUDA)" if platform != "cuda" else ")")
         return SpeakerDecision(platform, CPU_ORT, provider, "fp32", "fp32", None, None, reasons,
                                [f for f in switches if f.backend != CPU_ORT], warnings)  # fmt: skip
-    missing = plugin_cannot_act(host, model, process_env, warnings)
+    missing = plugin_cannot_act(host, model, process.env, warnings)
     if missing:
         warnings.append(f"the CUDA CAM++ path cannot act on this host: missing {', '.join(missing)}")
         reasons.append(Reason("provider", "none", "host"))
@@ -146,7 +194,7 @@ def model_decision(
     return SpeakerDecision(
         platform,
         CUDA_TORCH,
-        f"omni-deploy vLLM plugin, in {where}",
+        f"omni-deploy vLLM plugin, in {process.where}",
         "fp32",
         "fp32",
         choice.allow_tf32,

@@ -214,11 +214,7 @@ def run_stage(
 ) -> None:
     """The Code2Wav stage process: plugins, weights, `requests` forwards with one reference voice
     (distinct requests, the same voice: vllm-omni prepares it once and caches it)."""
-    for name, value in env.items():  # None: not set in the stage process
-        if value is None:
-            os.environ.pop(name, None)
-        else:
-            os.environ[name] = value
+    _set_env(env)
     import s3tokenizer
     import vllm.logger  # configures the `vllm` logger tree as in a server
     import vllm.plugins
@@ -256,17 +252,51 @@ def run_stage(
     code2wav.load_weights(iter(()))
     core = code2wav.backend._token2wav._core
     speaker_model = type(core._spk_model).__name__
+    _inject(core, fault)
+    served = _serve(code2wav, requests)
+    cosine, cache_cosine, cached = _agreement(model_dir, seen, code2wav)
+    guard = core._spk_model if hasattr(core._spk_model, "fallback_calls") else None
+    Path(result).write_text(
+        json.dumps(
+            {
+                "speaker_model": speaker_model,
+                "speaker_model_after": type(core._spk_model).__name__,
+                "embeddings": len(seen),
+                "cosine": cosine,
+                "cached_voices": cached,
+                "cache_cosine": cache_cosine,
+                **served[0],
+                "requests": served,
+                "fallback_calls": getattr(guard, "fallback_calls", None),
+                "log": records.lines,
+            }
+        )
+    )
+
+
+def _set_env(env: dict[str, str | None]) -> None:
+    for name, value in env.items():  # None: not set in the stage process
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+
+
+def _inject(core: Any, fault: str) -> None:
+    """The encoder fault under test, in the guard's encoder (the guard itself stays as built)."""
     if fault == "encoder-raises":
-        encoder = core._spk_model.encoder
 
         def broken(feat: torch.Tensor) -> torch.Tensor:
             raise RuntimeError("CUDA error: out of memory (stand-in fault)")
 
         core._spk_model.encoder = broken
-        del encoder
     elif fault in BAD_EMBEDDINGS:
         good, corrupt = core._spk_model.encoder, BAD_EMBEDDINGS[fault]
         core._spk_model.encoder = lambda feat: corrupt(good(feat))
+
+
+def _serve(code2wav: Any, requests: int) -> list[dict[str, Any]]:
+    """`requests` forwards, distinct requests with one reference voice."""
     tokens = torch.randint(0, 6561, (24,), generator=torch.Generator().manual_seed(3))
     import numpy as np
 
@@ -297,6 +327,16 @@ def run_stage(
                            "finite": bool(torch.isfinite(audio).all())})  # fmt: skip
         except Exception as exc:  # reported to the test, which decides
             served.append({"error": f"{type(exc).__name__}: {exc}", "audio_samples": 0, "finite": False})
+    return served
+
+
+def _agreement(
+    model_dir: str, seen: list[tuple[torch.Tensor, torch.Tensor]], code2wav: Any
+) -> tuple[float | None, float | None, int]:
+    """Cosine of the last embedding used, and of what vllm-omni's per-voice cache kept, against ONNX
+    Runtime on the same features; and how many voices the cache holds."""
+    import numpy as np
+
     cosine = None
     if seen:
         import onnxruntime
@@ -313,23 +353,7 @@ def run_stage(
     if cached and seen:
         a = cached[-1].detach().double().reshape(-1).cpu().numpy()
         cache_cosine = float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b)))
-    guard = core._spk_model if hasattr(core._spk_model, "fallback_calls") else None
-    Path(result).write_text(
-        json.dumps(
-            {
-                "speaker_model": speaker_model,
-                "speaker_model_after": type(core._spk_model).__name__,
-                "embeddings": len(seen),
-                "cosine": cosine,
-                "cached_voices": len(cached),
-                "cache_cosine": cache_cosine,
-                **served[0],
-                "requests": served,
-                "fallback_calls": getattr(guard, "fallback_calls", None),
-                "log": records.lines,
-            }
-        )
-    )
+    return cosine, cache_cosine, len(cached)
 
 
 def _stand_in_tensorrt(c2w: Any) -> None:
