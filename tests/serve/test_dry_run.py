@@ -99,3 +99,46 @@ def test_json_needs_dry_run_and_platform_any_case(tmp_path: Path) -> None:
     assert upper.returncode == 0 and json.loads(upper.stdout)["platform"] == "cuda"
     wrong = _bare_dry(tmp_path, "--dry-run", "--platform", "all")
     assert wrong.returncode == 2 and "does not apply" in wrong.stderr
+
+
+def _serve_decision(tmp_path: Path, **env: str) -> tuple[str, str]:
+    """serve's speaker decision on this host (its probe), with `env` added: (decision line, stderr)."""
+    own = ("OMNI_DEPLOY_SPK_", "VLLM_", "MINICPMO_")  # only what the test sets decides
+    base = {k: v for k, v in os.environ.items() if not k.startswith(own)}
+    done = subprocess.run(
+        [sys.executable, "-m", "omni_deploy", "serve", str(ROOT / "deploy" / "turn-bench.yaml"), "--dry-run",
+         "--platform", "cuda"],
+        env={**base, "PATH": "/usr/bin:/bin", "XDG_CACHE_HOME": str(tmp_path / "cache"), **env},
+        cwd=tmp_path, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    (line,) = [x for x in done.stdout.splitlines() if x.startswith("speaker backend:")]
+    return line, done.stderr
+
+
+def test_serve_decides_with_vllms_reading_of_the_plugin_allowlist(tmp_path: Path) -> None:
+    # vLLM splits VLLM_PLUGINS on commas and strips nothing: " omni_deploy_campplus" is not the plugin.
+    line, err = _serve_decision(tmp_path, VLLM_PLUGINS="vllm_omni_register_models, omni_deploy_campplus")
+    assert line.startswith("speaker backend: cpu-onnxruntime")
+    assert "vLLM compares ' omni_deploy_campplus'" in err
+    assert "VLLM_PLUGINS=vllm_omni_register_models,omni_deploy_campplus" in err
+    line, _ = _serve_decision(tmp_path, VLLM_PLUGINS="vllm_omni_register_models,omni_deploy_campplus")
+    assert line.startswith("speaker backend: cuda-torch")
+
+
+def test_serve_names_an_unverified_vllm_omni_and_the_switch_refuses_it(tmp_path: Path) -> None:
+    # An installed vllm-omni as its metadata says (the version is all serve's probe reads of it here).
+    site = tmp_path / "site"
+    (site / "vllm_omni-0.99.0.dist-info").mkdir(parents=True)
+    (site / "vllm_omni-0.99.0.dist-info" / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: vllm-omni\nVersion: 0.99.0\n"
+    )
+    path = os.pathsep.join([str(site), str(ROOT)])
+    line, err = _serve_decision(tmp_path, PYTHONPATH=path)
+    assert line.startswith("speaker backend: cuda-torch")  # it still patches where the shapes are there
+    assert "vllm-omni 0.99.0 is not a release the plugin is verified against (0.30.0)" in err
+    line, err = _serve_decision(tmp_path, PYTHONPATH=path, OMNI_DEPLOY_SPK_VERIFIED_ONLY="1")
+    assert (
+        line.startswith("speaker backend: cpu-onnxruntime")
+        and "OMNI_DEPLOY_SPK_VERIFIED_ONLY=1 refuses it" in err
+    )
