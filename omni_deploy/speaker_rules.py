@@ -216,25 +216,36 @@ def choose_for(model: Model, extra: Mapping[str, Any], env: Mapping[str, str], o
     env_tf32 = as_bool(env.get(ENV_TF32)) if env.get(ENV_TF32) else None
     if env_tf32 is not None:
         tf32, tf32_by = env_tf32, f"env {ENV_TF32}"
-
-    def done(backend: Backend, by: str, explicit: bool) -> Choice:
-        return Choice(backend, by, explicit, tf32, tf32_by, tuple(problems))
-
     if not on_cuda:
-        return done(CPU_ORT, "platform (not CUDA)", False)
-    if model.where == PROCESSOR:
-        raw = env.get(ENV_PROCESSOR, "").strip()
-        if raw == CUDA_TORCH:
-            return done(CUDA_TORCH, f"env {ENV_PROCESSOR}", True)
-        if raw and raw != CPU_ORT:
-            problems.append(f"env {ENV_PROCESSOR}={raw!r} ignored: it takes cuda-torch or cpu-onnxruntime")
-        # Opt-in: the API server owns no GPU; the CUDA path there opens a CUDA context on its first
-        # device (docs/speaker-backends.md gives what that costs).
-        return done(CPU_ORT, f"env {ENV_PROCESSOR}" if raw == CPU_ORT else f"env {ENV_PROCESSOR} (unset: opt-in)",
-                    raw == CPU_ORT)  # fmt: skip
+        backend, by, explicit = CPU_ORT, "platform (not CUDA)", False
+    elif model.where == PROCESSOR:
+        backend, by, explicit = _processor_switch(env, problems)
+    else:
+        backend, by, explicit = _stage_switch(model, extra, env, problems)
+    return Choice(backend, by, explicit, tf32, tf32_by, tuple(problems))
+
+
+def _processor_switch(env: Mapping[str, str], problems: list[str]) -> tuple[Backend, str, bool]:
+    """A processor in the API server: env OMNI_DEPLOY_SPK_PROCESSOR only, and off unless it says
+    cuda-torch (opt-in: the API server owns no GPU; the CUDA path there opens a CUDA context on its
+    first device, docs/speaker-backends.md gives what that costs)."""
+    raw = env.get(ENV_PROCESSOR, "").strip()
+    if raw == CUDA_TORCH:
+        return CUDA_TORCH, f"env {ENV_PROCESSOR}", True
+    if raw == CPU_ORT:
+        return CPU_ORT, f"env {ENV_PROCESSOR}", True
+    if raw:
+        problems.append(f"env {ENV_PROCESSOR}={raw!r} ignored: it takes cuda-torch or cpu-onnxruntime")
+    return CPU_ORT, f"env {ENV_PROCESSOR} (unset: opt-in)", False
+
+
+def _stage_switch(
+    model: Model, extra: Mapping[str, Any], env: Mapping[str, str], problems: list[str]
+) -> tuple[Backend, str, bool]:
+    """A stage that owns a GPU: env OMNI_DEPLOY_SPK_BACKEND, else the model's key (default true)."""
     override = env.get(ENV_BACKEND, "").strip()
     if override in (CUDA_TORCH, CPU_ORT):
-        return done(CUDA_TORCH if override == CUDA_TORCH else CPU_ORT, f"env {ENV_BACKEND}", True)
+        return (CUDA_TORCH if override == CUDA_TORCH else CPU_ORT), f"env {ENV_BACKEND}", True
     if override:
         problems.append(f"env {ENV_BACKEND}={override!r} ignored: it takes cuda-torch or cpu-onnxruntime")
     assert model.key is not None
@@ -243,8 +254,8 @@ def choose_for(model: Model, extra: Mapping[str, Any], env: Mapping[str, str], o
     if raw_key is not None and value is None:
         problems.append(f"{model.key}: {raw_key!r} is not a boolean; taken as true")
     if value is False:
-        return done(CPU_ORT, model.key, True)
-    return done(CUDA_TORCH, model.key if value else f"{model.key} (default)", value is True)
+        return CPU_ORT, model.key, True
+    return CUDA_TORCH, (model.key if value else f"{model.key} (default)"), value is True
 
 
 # --- What vLLM and vllm-omni do with the environment, mirrored exactly -------------------------------

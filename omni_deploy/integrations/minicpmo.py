@@ -38,6 +38,7 @@ from omni_deploy.speaker_rules import (
     Choice,
     as_bool,
     choose,
+    reads_device_spk,
 )
 
 
@@ -52,8 +53,10 @@ def build_backend_problem(code2wav_cls: Any) -> str | None:
 
 
 def reads_device_spk_itself(code2wav_module: Any) -> bool:
+    """Whether this vllm-omni's Code2Wav reads token2wav_device_spk itself: the rule explain --probe
+    applies to the installed file (`speaker_rules.reads_device_spk`), here on the imported module."""
     try:
-        return KEY_DEVICE_SPK in inspect.getsource(code2wav_module)
+        return reads_device_spk(inspect.getsource(code2wav_module))
     except (OSError, TypeError):
         return False
 

@@ -22,9 +22,9 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from omni_deploy.speaker_rules import ENV_REPORT_DIR, LOGGER_NAME, REPORT_MARK
+from omni_deploy.speaker_rules import ENV_REPORT_DIR, LOG_PREFIX, LOGGER_NAME, REPORT_MARK
 
-WARNING_PREFIX = "omni-deploy CAM++: "
+WARNING_PREFIX = f"{LOG_PREFIX} "
 REPORT_SCHEMA = 1
 _warned: set[str] = set()
 _lock = threading.Lock()

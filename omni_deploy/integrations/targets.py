@@ -16,7 +16,7 @@ import ast
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from omni_deploy.speaker_rules import COSYVOICE3, GLM_TTS, MING_TTS, MINICPMO, Model
+from omni_deploy.speaker_rules import CODE2WAV_MODULE, COSYVOICE3, GLM_TTS, MING_TTS, MINICPMO, Model
 
 MODELS_PKG = "vllm_omni.model_executor.models"
 
@@ -41,7 +41,7 @@ class Target:
     shapes: tuple[Shape, ...]
 
 
-CODE2WAV = f"{MODELS_PKG}.minicpmo_4_5.minicpmo_4_5_code2wav"
+CODE2WAV = CODE2WAV_MODULE
 STEP_AUDIO2_CORE = f"{MODELS_PKG}.step_audio2.step_audio2_token2wav"
 COSYVOICE3_MODULE = f"{MODELS_PKG}.cosyvoice3.cosyvoice3"
 GLM_TTS_MODULE = f"{MODELS_PKG}.glm_tts.glm_tts"

@@ -15,12 +15,14 @@ from typing import Any
 
 import pytest
 
+from omni_deploy.speaker_rules import CODE2WAV_MODULE
+
 pytest.importorskip("vllm_omni")
 pytest.importorskip("vllm")
 
 pytestmark = pytest.mark.vllm
 
-CODE2WAV = "vllm_omni.model_executor.models.minicpmo_4_5.minicpmo_4_5_code2wav"
+CODE2WAV = CODE2WAV_MODULE
 HEAVY = ("torch", "onnx", "onnxruntime", "s3tokenizer", "hyperpyyaml", "vllm_omni.model_executor.models")
 
 PROCESS = textwrap.dedent(
