@@ -212,6 +212,14 @@ def test_ab_end_to_end(tmp_path: Path) -> None:
     assert len(records) == 4 and backends.count("cpu-onnxruntime") == 2
 
 
+# The child must take SIGINT as Ctrl-C whatever this test process inherited: a shell starts a
+# background job (`pytest &`) with SIGINT ignored, and Python keeps an ignored SIGINT ignored.
+_WITH_CTRL_C = (
+    "import signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+    "from omni_deploy.cli import run; sys.argv[0] = 'omni-deploy'; run()"
+)
+
+
 def test_ctrl_c_keeps_finished_rounds(tmp_path: Path) -> None:
     import signal
     import time
@@ -220,48 +228,32 @@ def test_ctrl_c_keeps_finished_rounds(tmp_path: Path) -> None:
     port = free_port()
     server = _start_server(env, port, tmp_path)
     (tmp_path / "inputs").mkdir()
+    hanging = tmp_path / "round-c2-started"
     bench = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "omni_deploy",
-            "bench",
-            "run",
-            "--base-url",
-            f"http://127.0.0.1:{port}",
-            "--model",
-            "crossref-test",
-            "--dataset-path",
-            str(tmp_path / "inputs"),
-            "--concurrency",
-            "1,2,4",
-            "--discard",
-            "0",
-            "--rounds",
-            "1",
-            "--result-dir",
-            str(tmp_path / "results"),
-            "--ready-timeout",
-            "60",
-        ],
-        env={**env, "STANDIN_VLLM_BENCH_SLEEP": "1.5"},
+        [sys.executable, "-c", _WITH_CTRL_C, "bench", "run", "--base-url", f"http://127.0.0.1:{port}",
+         "--model", "crossref-test", "--dataset-path", str(tmp_path / "inputs"),
+         "--concurrency", "1,2,4", "--discard", "0", "--rounds", "1",
+         "--result-dir", str(tmp_path / "results"), "--ready-timeout", "60"],
+        # The round at concurrency 2 waits until it is interrupted: no sleep has to be long enough.
+        env={**env, "STANDIN_VLLM_BENCH_HANG": f"2:{hanging}"},
         cwd=ROOT,
         stderr=subprocess.PIPE,
         text=True,
-    )
+    )  # fmt: skip
     try:
-        deadline = time.monotonic() + 60
-        while not (tmp_path / "results" / "c1" / "r1.json").exists() and time.monotonic() < deadline:
+        deadline = time.monotonic() + 90
+        while not hanging.exists() and bench.poll() is None and time.monotonic() < deadline:
             time.sleep(0.05)
-        time.sleep(0.3)  # inside the second round now
+        assert hanging.exists(), "the second round never started"
         bench.send_signal(signal.SIGINT)
         _, err = bench.communicate(timeout=60)
-        assert bench.returncode == 130
+        assert bench.returncode == 130, err
         assert "1 finished round(s) kept" in err
         assert sorted(p.name for p in (tmp_path / "results").rglob("*.json")) == ["r1.json"]
     finally:
         if bench.poll() is None:
             bench.kill()
+            bench.wait()
         server.terminate()
         server.wait(timeout=30)
 

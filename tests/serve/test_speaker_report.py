@@ -111,3 +111,24 @@ def test_a_model_that_reports_at_its_first_request_is_not_a_warning() -> None:
         read_report([]), "cpu-onnxruntime", later="CosyVoice3 multimodal processor"
     )
     assert level == "info" and "first request with a reference voice" in text and "--probe" in text
+
+
+def test_the_report_is_in_launch_json_before_it_is_said(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    # Whoever reads the printed line may open launch.json at once (a test did, under load, and
+    # found no report yet): the record is written first.
+    import json
+
+    from omni_deploy.serve.launch import report_speaker_backend
+    from omni_deploy.serve.rundir import write_record
+
+    write_record(tmp_path, {"platform": "cuda"})
+    (tmp_path / "server.log").write_text(
+        "INFO 12-01 00:45:04 [vllm_plugin.py:233] omni-deploy CAM++ report: stage=2 backend=cuda-torch\n"
+    )
+    seen: list[dict] = []  # type: ignore[type-arg]
+
+    def say(_line: str) -> None:
+        seen.append(json.loads((tmp_path / "launch.json").read_text()))
+
+    report_speaker_backend(tmp_path, "cuda-torch", say)
+    assert seen and all(record["speaker_report"]["reported"] for record in seen)
