@@ -73,20 +73,33 @@ def changes(candidate: list[Row], baseline: list[Row]) -> list[dict[str, Any]]:
     return out
 
 
-def _fmt(stats: dict[str, float] | None, digits: int) -> str:
+def _fmt(stats: dict[str, float] | None, digits: int, rounds: int = 2) -> str:
+    """mean (min-max) over the rounds; a single round has no range to show."""
     if stats is None:
         return "n/a"
+    if rounds < 2 or stats["min"] == stats["max"]:
+        return f"{stats['mean']:.{digits}f}"
     return f"{stats['mean']:.{digits}f} ({stats['min']:.{digits}f}-{stats['max']:.{digits}f})"
 
 
-_COLUMNS = [
-    ("audio_throughput", "Audio-s/s", 3),
-    ("ttfa_p50_ms", "TTFA p50 ms", 1),
-    ("ttfa_p95_ms", "TTFA p95 ms", 1),
-    ("rtf_mean", "Mean RTF", 4),
-    ("request_throughput", "Req/s", 3),
-    ("output_audio_s", "Audio s", 1),
-]
+@dataclass(frozen=True)
+class Metric:
+    key: str
+    title: str  # table header
+    digits: int
+    better: str | None  # "higher", "lower", or None (what was measured, not a score)
+    unit: str  # axis label
+
+
+METRIC_COLUMNS = (
+    Metric("audio_throughput", "Audio-s/s", 3, "higher", "seconds of audio per second"),
+    Metric("ttfa_p50_ms", "TTFA p50 ms", 1, "lower", "ms to the first audio, median"),
+    Metric("ttfa_p95_ms", "TTFA p95 ms", 1, "lower", "ms to the first audio, 95th percentile"),
+    Metric("rtf_mean", "Mean RTF", 4, "lower", "real-time factor"),
+    Metric("request_throughput", "Req/s", 3, "higher", "requests per second"),
+    Metric("output_audio_s", "Audio s", 1, None, "seconds of audio per round"),
+)
+_COLUMNS = [(m.key, m.title, m.digits) for m in METRIC_COLUMNS]
 
 
 def _ordered(rows: list[Row]) -> list[Row]:
@@ -106,7 +119,7 @@ def as_markdown(rows: list[Row], diffs: list[dict[str, Any]]) -> str:
     header = "| C | Source | " + " | ".join(title for _, title, _ in _COLUMNS) + " | Rounds | Failed |"
     lines = [header, "|" + " --- |" * (len(_COLUMNS) + 4)]
     for r in _ordered(rows):
-        cells = " | ".join(_fmt(r.metrics[m], d) for m, _, d in _COLUMNS)
+        cells = " | ".join(_fmt(r.metrics[m], d, r.rounds) for m, _, d in _COLUMNS)
         lines.append(f"| {r.concurrency} | {r.source} | {cells} | {r.rounds} | {r.failed} |")
     lines += _diff_lines(diffs, markdown=True, names=_names(rows))
     lines += [f"\nflagged (not averaged): {f}" for r in rows for f in r.flagged]
@@ -120,15 +133,21 @@ def as_text(rows: list[Row], diffs: list[dict[str, Any]]) -> str:
     columns = [
         Column("C", numeric=True),
         Column("Source"),
-        *(Column(title, numeric=True, wrap=True) for _, title, _ in _COLUMNS),
         Column("Rounds", numeric=True),
         Column("Failed", numeric=True),
+        *(Column(title, numeric=True) for _, title, _ in _COLUMNS),
     ]
     table = [
-        [r.concurrency, r.source, *(_fmt(r.metrics[m], d) for m, _, d in _COLUMNS), r.rounds, r.failed]
+        [
+            r.concurrency,
+            r.source,
+            r.rounds,
+            r.failed,
+            *(_fmt(r.metrics[m], d, r.rounds) for m, _, d in _COLUMNS),
+        ]
         for r in _ordered(rows)
     ]
-    lines = [to_text(columns, table)]
+    lines = [to_text(columns, table, keys=2)]
     lines += _diff_lines(diffs, markdown=False, names=_names(rows))
     for r in rows:
         for f in r.flagged:
@@ -145,11 +164,22 @@ def _names(rows: list[Row]) -> tuple[str, str]:
 def _diff_lines(diffs: list[dict[str, Any]], markdown: bool, names: tuple[str, str]) -> list[str]:
     if not diffs:
         return []
-    lines = ["", f"Change of {names[0]} vs {names[1]} (mean, %):"]
+    heading = f"Change of {names[0]} vs {names[1]} (mean, %):"
+    if not markdown:
+        from omni_deploy.output.tables import Column, to_text
+
+        columns = [Column("C", numeric=True), *(Column(title, numeric=True) for _, title, _ in _COLUMNS)]
+        table = [[d["concurrency"], *(_percent(d[m]) for m, _, _ in _COLUMNS)] for d in diffs]
+        return ["", heading, to_text(columns, table, keys=1)]
+    lines = ["", heading]
     for d in diffs:
-        parts = [f"{title} {d[m]:+.1f}%" if d[m] is not None else f"{title} n/a" for m, title, _ in _COLUMNS]
-        lines.append(("- " if markdown else "  ") + f"C={d['concurrency']}: " + ", ".join(parts))
+        parts = [f"{title} {_percent(d[m])}" for m, title, _ in _COLUMNS]
+        lines.append(f"- C={d['concurrency']}: " + ", ".join(parts))
     return lines
+
+
+def _percent(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:+.1f}%"
 
 
 def _finite(value: Any) -> Any:

@@ -1,7 +1,9 @@
 """Tables for people: columns aligned by rich, fitted to the terminal, plain when piped.
 
-On a terminal the table is fitted to its width (long cells fold, numbers never do); into a pipe or
-a file nothing is folded, so `grep` and `awk` see one row per line.
+On a terminal (or with COLUMNS set) the table is fitted to its width: a table too wide for it is
+cut by columns into blocks that each fit, the key columns (`keys`: the first ones, which name a
+row) repeated in every block; text cells may fold, numbers never do. Into a pipe or a file
+nothing is cut or folded, so `grep` and `awk` see one row per line.
 """
 
 from __future__ import annotations
@@ -24,7 +26,6 @@ class Column:
     header: str
     numeric: bool = False  # right-aligned and never folded
     style: str | None = None  # rich style of the cells, shown only with colour
-    wrap: bool = False  # a numeric cell that may break at its spaces on a narrow terminal
 
 
 def width_for(stream: TextIO) -> int:
@@ -50,15 +51,60 @@ def to_text(
     title: str | None = None,
     stream: TextIO | None = None,
     indent: int = 0,
+    keys: int = 0,
 ) -> str:
-    """The table as text for `stream` (default stdout): its width and, on a terminal, colour."""
+    """The table as text for `stream` (default stdout): its width and, on a terminal, colour.
+
+    `keys`: how many leading columns name a row; with keys, a table wider than the width is cut
+    into blocks of columns (each repeating the keys) rather than folding cells.
+    """
+    target = stream if stream is not None else sys.stdout
+    colored = color.wanted(target)
+    width = max(20, width_for(target) - indent)
+    cells = [[_cell(v) for v in row] for row in rows]
+    blocks = _blocks(columns, cells, keys, width) if keys else [list(range(len(columns)))]
+    drawn = [
+        _draw([columns[i] for i in block], [[row[i] for i in block] for row in cells],
+              title if n == 0 else None, colored, width, indent)
+        for n, block in enumerate(blocks)
+    ]  # fmt: skip
+    return "\n\n".join(drawn)
+
+
+def _blocks(columns: Sequence[Column], cells: list[list[str]], keys: int, width: int) -> list[list[int]]:
+    """Column indexes per block: the keys, then as many further columns as fit in `width`."""
+    if width >= UNBOUNDED:
+        return [list(range(len(columns)))]
+    natural = [
+        max([len(c.header), *(len(row[i]) for row in cells)]) for i, c in enumerate(columns)
+    ]  # a numeric cell is never folded; a header may wrap at its spaces, but stays as wide
+    gap = 3  # between two columns: rich's padding on either side and the box's blank divider
+
+    def fits(block: list[int]) -> bool:
+        return sum(natural[i] for i in block) + gap * (len(block) - 1) <= width
+
+    head = list(range(min(keys, len(columns))))
+    blocks: list[list[int]] = [list(head)]
+    for i in range(len(head), len(columns)):
+        if len(blocks[-1]) > len(head) and not fits([*blocks[-1], i]):
+            blocks.append(list(head))
+        blocks[-1].append(i)
+    return blocks
+
+
+def _draw(
+    columns: Sequence[Column],
+    rows: Sequence[Sequence[str]],
+    title: str | None,
+    colored: bool,
+    width: int,
+    indent: int,
+) -> str:
     from rich import box
     from rich.console import Console
     from rich.padding import Padding
     from rich.table import Table
 
-    target = stream if stream is not None else sys.stdout
-    colored = color.wanted(target)
     table = Table(
         title=title,
         title_justify="left",
@@ -72,17 +118,17 @@ def to_text(
         table.add_column(
             column.header,
             justify="right" if column.numeric else "left",
-            no_wrap=column.numeric and not column.wrap,
+            no_wrap=column.numeric,
             overflow="fold",
-            min_width=len(column.header) if column.numeric and not column.wrap else None,
+            min_width=len(max(column.header.split(), key=len, default="")) if column.numeric else None,
             style=column.style if colored else None,
         )
     for row in rows:
-        table.add_row(*(_cell(v) for v in row))
+        table.add_row(*row)
     buffer = io.StringIO()
     console = Console(
         file=buffer,
-        width=max(20, width_for(target) - indent),
+        width=width,
         force_terminal=colored,
         no_color=not colored,
         color_system="standard" if colored else None,

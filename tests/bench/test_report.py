@@ -84,7 +84,7 @@ def test_plot(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     )
     assert result.code == 0 and out.stat().st_size > 10_000
     again = run_cli(capsys, "bench", "report", str(DATA / "candidate"), "--plot", str(out))
-    assert again.code == 1 and "not overwritten" in again.err
+    assert again.code == 2 and "not overwritten" in again.err  # a usage error: --plot names a taken file
 
 
 def test_bad_inputs(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
@@ -111,8 +111,15 @@ def test_plot_ticks_title_and_labels() -> None:
         ax = fig.axes[0]
         assert list(ax.get_xticks()) == measured
         assert [t.get_text() for t in ax.get_xticklabels()] == [str(c) for c in measured]
-        assert ax.get_xlabel() == "concurrency" and ax.get_ylabel() == "Audio-s/s"
+        assert ax.get_xscale() == "log" and ax.xaxis.get_transform().base == 2
+        assert ax.get_xlabel() == "concurrency" and ax.get_ylabel() == "seconds of audio per second"
         assert fig.get_suptitle() == "main vs PR"
+        titles = [a.get_title() for a in fig.axes]
+        assert titles[0] == "Audio-s/s (↑ higher is better)" and titles[1] == "TTFA p50 ms (↓ lower is better)"
+        # One title per panel: none repeats its y label, and each says which way is better
+        # (the last panel, audio seconds per round, is what was measured, not a score).
+        assert all(a.get_title() != a.get_ylabel() for a in fig.axes)
+        assert all("is better" in t for t in titles[:5]) and titles[5] == "Audio s"
     finally:
         plt.close(fig)
 
@@ -145,3 +152,24 @@ def test_sources_are_named_by_their_folders_and_the_table_fits(
     narrow = run_cli(capsys, "bench", "report", str(tmp_path / "pr"), "--baseline", str(tmp_path / "main"))
     table = narrow.out.split("\n\n")[0].splitlines()
     assert max(len(line) for line in table) <= 110 and any(line.lstrip().startswith("4 ") for line in table)
+
+
+def test_at_80_columns_tables_wrap_by_column_never_inside_a_number(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import re
+
+    monkeypatch.setenv("COLUMNS", "80")
+    out = run_cli(capsys, "bench", "report", str(DATA / "candidate"), "--baseline", str(DATA / "baseline")).out
+    assert max(len(line) for line in out.splitlines()) <= 80
+    # Each block repeats the row's keys and holds whole cells: every row has its concurrency and
+    # source on one line, and each number is whole ("16.500 (15.000-18.000)", not "(15.00" / "0-18").
+    blocks = [b for b in out.split("\n\n") if b.startswith("C ")]
+    assert len(blocks) > 1 and all(b.splitlines()[0].split()[:2] == ["C", "Source"] for b in blocks[:-1])
+    rows = [line for b in blocks for line in b.splitlines()[2:]]
+    assert all(re.match(r"^[48] +(baseline|candidate) ", line) for line in rows if not line.startswith("C"))
+    assert "16.500 (15.000-18.000)" in out and "1075.0" in out
+    for number in re.findall(r"[\d.]+", out):
+        assert number.count(".") <= 1
+    # A single round has no range to show.
+    assert "16.000 (16.000-16.000)" not in out and re.search(r"^4 +baseline +1 +0 +16\.000 ", out, re.M)
