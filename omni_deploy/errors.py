@@ -25,6 +25,11 @@ class OmniDeployError(Exception):
     """Base class of every error the tool reports to the user without a traceback."""
 
 
+class UsageProblem(OmniDeployError):
+    """What the command line (or the settings) asks for cannot be done as asked: exit 2, like
+    Click's own usage errors. Checked before any work is done."""
+
+
 class ConfigError(OmniDeployError):
     """A deploy file cannot be loaded, chained or merged."""
 
@@ -66,3 +71,7 @@ class Interrupted(OmniDeployError):
 
 class ReadinessTimeout(OmniDeployError):
     """A server did not answer /health in time."""
+
+
+class NoAccelerator(UsageProblem):
+    """`--platform auto` on a host with no accelerator: the platform must be named."""

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from omni_deploy import __version__, defaults
-from omni_deploy.errors import OmniDeployError
+from omni_deploy.errors import UsageProblem
 
 # A tag of this release, never `latest`: a pod restarted next month must get the same build.
 # Nothing is published under this name; docs/kubernetes.md shows how to build and push it.
@@ -43,11 +43,11 @@ _IMAGE = re.compile(
 )
 
 
-class K8sOptionError(OmniDeployError):
+class K8sOptionError(UsageProblem):
     """An option value that cannot become a valid manifest (a usage error)."""
 
 
-class PlatformRefused(OmniDeployError):
+class PlatformRefused(UsageProblem):
     """A platform whose devices these manifests cannot request."""
 
 

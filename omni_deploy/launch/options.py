@@ -6,12 +6,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from omni_deploy import defaults
-from omni_deploy.errors import OmniDeployError
+from omni_deploy.errors import UsageProblem
 from omni_deploy.speaker_rules import Backend
 
 
-class PlanError(OmniDeployError):
-    """The options ask for something that cannot be launched."""
+class PlanError(UsageProblem):
+    """The options ask for something that cannot be launched (a usage error: exit 2)."""
 
 
 @dataclass

@@ -13,11 +13,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-from omni_deploy.errors import OmniDeployError
+from omni_deploy.errors import OmniDeployError, UsageProblem
 
 
 class RunDirError(OmniDeployError):
     pass
+
+
+class RunDirTaken(RunDirError, UsageProblem):
+    """--run-dir names something that is not an empty directory (never overwritten: exit 2)."""
 
 
 def default_runs_root() -> Path:
@@ -44,7 +48,7 @@ def make_run_dir(requested: Path | None) -> Path:
 def _make_run_dir(requested: Path | None) -> Path:
     if requested is not None:
         if requested.exists() and (not requested.is_dir() or any(requested.iterdir())):
-            raise RunDirError(
+            raise RunDirTaken(
                 f"--run-dir {requested} exists and is not an empty directory; it is never overwritten"
             )
         requested.mkdir(mode=PRIVATE_DIR, parents=True, exist_ok=True)

@@ -9,7 +9,7 @@ import dataclasses
 import os
 from collections.abc import Callable
 
-from omni_deploy.errors import OmniDeployError
+from omni_deploy.errors import NoAccelerator
 from omni_deploy.host import detect_platform, probe_host
 from omni_deploy.knowledge.versions import default_target_version
 from omni_deploy.serve.launch import exec_server, supervise
@@ -27,9 +27,7 @@ def choose_platform(requested: str, lenient: bool) -> str:
         return requested
     found = detect_platform() or ("cuda" if lenient else None)
     if found is None:
-        raise OmniDeployError(
-            "no accelerator found (nvidia-smi, rocm-smi, npu-smi, xpu-smi); pass --platform"
-        )
+        raise NoAccelerator("no accelerator found (nvidia-smi, rocm-smi, npu-smi, xpu-smi); pass --platform")
     return found
 
 
