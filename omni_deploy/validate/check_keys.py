@@ -4,6 +4,7 @@ by the target vllm-omni, as its own code says (knowledge/readers.py)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from typing import Any
 
 from omni_deploy import codes, jsonpath
 from omni_deploy.codes import Code
@@ -22,7 +23,7 @@ from omni_deploy.knowledge.readers import (
 )
 from omni_deploy.knowledge.target import TargetReads
 from omni_deploy.validate.context import Context
-from omni_deploy.validate.findings import Finding, at
+from omni_deploy.validate.findings import Finding, at, renaming
 from omni_deploy.validate.rules import emits
 from omni_deploy.validate.typos import near_miss
 
@@ -59,14 +60,31 @@ class _KeyWalker:
     ) -> None:
         self.findings.append(at(origin, self.ctx.file, code, path, message, hint))
 
+    def add_fixed(
+        self, origin: Origin, code: Code, path: str, message: str, hint: str, fix: tuple[Any, str] | None
+    ) -> None:
+        self.findings.append(at(origin, self.ctx.file, code, path, message, hint, fix))
+
     def mapping(self, node: Node | None, path: str, place: str, unknown: UnknownReport) -> None:
         if not isinstance(node, Map):
             return
         for key, entry in node.entries.items():
-            self.key(str(key), child_path(path, key), entry.key_origin, place, unknown)
+            self.key(str(key), child_path(path, key), entry.key_origin, place, unknown, node)
 
-    def key(self, name: str, path: str, origin: Origin, place: str, unknown: UnknownReport) -> bool:
-        """Report one key; True when the target reads it (its contents are worth checking)."""
+    def key(
+        self,
+        name: str,
+        path: str,
+        origin: Origin,
+        place: str,
+        unknown: UnknownReport,
+        parent: Map | None = None,
+    ) -> bool:
+        """Report one key; True when the target reads it (its contents are worth checking).
+
+        `parent`: the mapping that holds it; a typo is fixable (a rename) unless that mapping
+        already has the right key, where renaming would make a duplicate.
+        """
         found = status(place, name, self.reads)
         if found.kind == REFUSED:
             self.add(origin, codes.E311, path, found.message)
@@ -86,13 +104,14 @@ class _KeyWalker:
         elif found.kind == UNKNOWN:
             close = near_miss(name, known_names(place, self.reads))
             if close is not None:
-                self.add(
+                self.add_fixed(
                     origin,
                     codes.E307,
                     path,
                     f"unknown key '{name}' in {_PLACE_WORDS.get(place, place)}, one slip from '{close}' "
                     f"(known there for {self.reads.source}): as written it is ignored",
                     f"did you mean '{close}'?",
+                    renaming(name, close) if not _would_duplicate(parent, close, origin) else None,
                 )
             else:
                 code, message = unknown(name)
@@ -105,6 +124,14 @@ class _KeyWalker:
             f"vllm-omni {self.reads.version} builds DuplexSessionRuntimeConfig(**duplex_session) ({where}): "
             f"'{name}' is an unexpected keyword argument there, a TypeError at start-up ({said.split(';')[0]})"
         )
+
+
+def _would_duplicate(parent: Map | None, name: str, origin: Origin) -> bool:
+    """Whether the file that spells the typo already has `name` beside it (renaming would make
+    a duplicate key); the same key from a base file is what the rename means to override."""
+    if parent is None or name not in parent.entries:
+        return False
+    return parent.entries[name].key_origin.file == origin.file
 
 
 def _runtime_read(walker: _KeyWalker, root: Map) -> bool:
@@ -303,7 +330,7 @@ def check_keys(ctx: Context) -> list[Finding]:
     if not walker.reads.exact:
         walker.add(None, codes.I314, "$", f"keys are checked against {walker.reads.source}")
     reads_top = {
-        str(key): walker.key(str(key), child_path("$", key), entry.key_origin, "top", _top_unknown)
+        str(key): walker.key(str(key), child_path("$", key), entry.key_origin, "top", _top_unknown, root)
         for key, entry in root.entries.items()
         if not (key == "runtime" and _runtime_read(walker, root))
     }
@@ -319,7 +346,7 @@ def check_keys(ctx: Context) -> list[Finding]:
         _check_code2wav_extra(walker, *found)
     platforms = ctx.deployment.platform_sections()
     for plat, entry in platforms.entries.items() if platforms else []:
-        _check_platform(walker, str(plat), entry)
+        _check_platform(walker, str(plat), entry, platforms)
     return walker.findings
 
 
@@ -349,17 +376,18 @@ def _check_code2wav_extra(walker: _KeyWalker, name: str, connector: Map) -> None
         if str(key) in NPU_GRAPH_KEYS:
             continue  # check_platform_rules says where it belongs
         walker.key(str(key), child_path(jsonpath.connector_extra(name), key), entry.key_origin, "code2wav",
-                   _extra_unknown)  # fmt: skip
+                   _extra_unknown, extra if isinstance(extra, Map) else None)  # fmt: skip
 
 
-def _check_platform(walker: _KeyWalker, plat: str, entry: Entry) -> None:
+def _check_platform(walker: _KeyWalker, plat: str, entry: Entry, platforms: Map) -> None:
     plat_path = child_path("$.platforms", plat)
     if plat not in PLATFORMS:
         close = near_miss(plat, PLATFORMS)
         if close is not None:
-            walker.add(entry.key_origin, codes.E307, plat_path,
-                       f"unknown platform '{plat}', one slip from '{close}': its section is never applied",
-                       f"did you mean '{close}'?")  # fmt: skip
+            fix = renaming(plat, close) if not _would_duplicate(platforms, close, entry.key_origin) else None
+            walker.add_fixed(entry.key_origin, codes.E307, plat_path,
+                             f"unknown platform '{plat}', one slip from '{close}': its section is never applied",
+                             f"did you mean '{close}'?", fix)  # fmt: skip
         else:
             walker.add(entry.key_origin, codes.W305, plat_path,
                        f"unknown platform '{plat}': vllm-omni applies only {', '.join(PLATFORMS)}")  # fmt: skip

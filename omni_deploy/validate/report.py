@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -73,19 +73,200 @@ def server_lines(reports: list[FileReport]) -> list[str]:
     return lines
 
 
-def text(reports: list[FileReport]) -> str:
-    lines = [f.text() for r in reports for f in r.findings]
-    lines += server_lines(reports)
-    counts = {
-        s: sum(1 for r in reports for f in r.findings if f.severity == s) for s in (ERROR, WARNING, INFO)
-    }
+@dataclass(frozen=True)
+class TextOptions:
+    """How the text reporter draws: for people at a terminal, or plain into a pipe."""
+
+    color: bool = False
+    width: int | None = None  # wrap messages to this many columns; None: never wrap
+    quiet: bool = False  # the findings only: no summary, nothing at all when there are none
+    statistics: bool = False  # counts per code instead of the findings
+    sources: dict[str, str] = field(default_factory=dict)  # file texts not on disk (stdin), by name
+
+
+_PAINT: dict[str, str] = {ERROR: "red", WARNING: "yellow", INFO: "cyan"}
+
+
+class _Painter:
+    def __init__(self, on: bool) -> None:
+        self.on = on
+
+    def __call__(self, text: str, fg: str | None = None, bold: bool = False) -> str:
+        if not self.on:
+            return text
+        import click
+
+        return click.style(text, fg=fg, bold=bold)
+
+    def frame_piece(self, severity: str) -> Callable[[str, str], str]:
+        def paint(kind: str, text: str) -> str:
+            return self(text, "blue", True) if kind == "gutter" else self(text, _PAINT[severity], True)
+
+        return paint
+
+
+class _Sources:
+    """Each file's lines, read once, for the code frames (a file that cannot be read has none)."""
+
+    def __init__(self, given: dict[str, str]) -> None:
+        from omni_deploy.output.frames import source_lines
+
+        self._lines: dict[str, list[str]] = {name: source_lines(text) for name, text in given.items()}
+
+    def lines(self, file: str) -> list[str]:
+        if file not in self._lines:
+            from omni_deploy.config.safe_read import read_text
+            from omni_deploy.errors import ConfigError
+            from omni_deploy.output.frames import source_lines
+
+            try:
+                self._lines[file] = source_lines(read_text(Path(file)))
+            except (ConfigError, OSError):
+                self._lines[file] = []
+        return self._lines[file]
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}{'' if count == 1 else 's'}"
+
+
+def _counts(findings: list[Finding], zeros: bool = True) -> str:
+    by = {s: sum(1 for f in findings if f.severity == s) for s in (ERROR, WARNING, INFO)}
+    words = [_plural(n, s) for s, n in by.items() if n or zeros]
+    return ", ".join(words) or "no findings"
+
+
+def _by_code(findings: list[Finding]) -> str:
+    from collections import Counter
+
+    counted = Counter(f.code for f in findings)
+    return ", ".join(f"{code} {n}" for code, n in sorted(counted.items()))
+
+
+def summary(reports: list[FileReport]) -> str:
+    """The last line: `ok:` or `invalid:`, files, counts by severity and by code."""
+    findings = [f for r in reports for f in r.findings]
     files = len(reports)
     invalid = sum(1 for r in reports if not r.valid)
-    status = "ok" if not invalid else f"{invalid} of {files} file{'s' if files != 1 else ''} invalid"
-    lines.append(
-        f"{status}: {counts[ERROR]} error(s), {counts[WARNING]} warning(s), {counts[INFO]} info "
-        f"in {files} file{'s' if files != 1 else ''}"
+    status = (
+        f"ok: {_plural(files, 'file')}" if not invalid else f"invalid: {invalid} of {_plural(files, 'file')}"
     )
+    codes = f" ({_by_code(findings)})" if findings else ""
+    return f"{status}; {_counts(findings)}{codes}"
+
+
+def _fixable(findings: list[Finding]) -> int:
+    return sum(1 for f in findings if f.fix is not None)
+
+
+def _grouped(reports: list[FileReport]) -> dict[str, list[Finding]]:
+    """Findings by the file they are in (in the order files come up), each once."""
+    groups: dict[str, list[Finding]] = {}
+    for finding in dict.fromkeys(f for r in reports for f in r.findings):
+        groups.setdefault(finding.file, []).append(finding)
+    return groups
+
+
+def _wrap(text: str, width: int | None, indent: int) -> list[str]:
+    if width is None or len(text) <= width:
+        return [text]
+    import textwrap
+
+    return textwrap.wrap(
+        text,
+        width=max(40, width),
+        subsequent_indent=" " * indent,
+        break_long_words=False,
+        break_on_hyphens=False,
+    ) or [text]
+
+
+def _finding_lines(finding: Finding, sources: _Sources, paint: _Painter, width: int | None) -> list[str]:
+    from omni_deploy.output.frames import frame, visible
+
+    head = f"{finding.severity}[{finding.code}]"
+    lines = _wrap(f"{head}: {visible(finding.message)}", width, 2)
+    lines[0] = paint(head, _PAINT[finding.severity], True) + lines[0][len(head) :]
+    where = visible(f"{finding.file}:{finding.line}:{finding.column}" if finding.line else finding.file)
+    arrow = f"  {paint('-->', 'blue', True)} {where}"
+    path = visible(finding.path)
+    if width is not None and 7 + len(where) + len(path) > width:
+        lines += [arrow, f"      {path}"]  # a long location and a long path: one line each
+    else:
+        lines.append(f"{arrow} {path}")
+    drawn = (
+        frame(sources.lines(finding.file), finding.line, finding.column, finding.hint or "",
+              paint.frame_piece(finding.severity))
+        if finding.line
+        else []
+    )  # fmt: skip
+    lines += ["  " + line for line in drawn]
+    equals = paint("=", "blue", True)
+    if finding.hint and not drawn:
+        lines.append(f"  {equals} help: {visible(finding.hint)}")
+    if finding.fix is not None:
+        lines.append(f"  {equals} fix: {visible(finding.fix.description)} (with --fix)")
+    return lines
+
+
+def statistics(reports: list[FileReport], paint: _Painter | None = None) -> list[str]:
+    """One line per code: how often, its severity, [*] when --fix can fix it, its summary."""
+    from collections import Counter
+
+    from omni_deploy.codes import CODES
+
+    paint = paint or _Painter(False)
+    findings = list(dict.fromkeys(f for r in reports for f in r.findings))
+    counted = Counter(f.code for f in findings)
+    severity = {f.code: f.severity for f in findings}  # --strict makes warnings errors
+    fixable = {f.code for f in findings if f.fix is not None}
+    rows = []
+    for code, count in sorted(counted.items(), key=lambda kv: (-kv[1], kv[0])):
+        known = CODES.get(code)
+        about = known.summary if known is not None else ""
+        fix = "[*]" if code in fixable else "   "
+        rows.append(f"{count:>5}  {paint(code, _PAINT[severity[code]], True)}  {fix}  {about}")
+    return rows
+
+
+def text(reports: list[FileReport], options: TextOptions | None = None) -> str:
+    """Findings grouped by file, each with its code frame; then the summary (ruff, rustc)."""
+    opts = options or TextOptions()
+    paint = _Painter(opts.color)
+    findings = list(dict.fromkeys(f for r in reports for f in r.findings))
+    lines: list[str] = []
+    if opts.statistics:
+        lines += statistics(reports, paint)
+    else:
+        from omni_deploy.output.frames import visible
+
+        sources = _Sources(opts.sources)
+        for file, group in _grouped(reports).items():
+            lines.append(paint(f"{visible(file)}: {_counts(group, zeros=False)}", bold=True))
+            for finding in group:
+                lines += _finding_lines(finding, sources, paint, opts.width)
+                lines.append("")
+    if opts.quiet:
+        while lines and not lines[-1]:
+            lines.pop()
+        return "\n".join(lines)
+    lines += server_lines(reports)
+    verdict = summary(reports)
+    ok = all(r.valid for r in reports)
+    word, rest = verdict.split(":", 1)
+    lines.append(paint(word + ":", "green" if ok else "red", True) + rest)
+    if _fixable(findings):
+        lines.append(f"[*] {_fixable(findings)} fixable with `validate --fix` (`--diff` shows the change).")
+    return "\n".join(lines)
+
+
+def concise(reports: list[FileReport], options: TextOptions | None = None) -> str:
+    """One line per finding (`file:line:col: severity[CODE] path: message`), then the summary:
+    for grep, editors' problem matchers and scripts."""
+    lines = [f.text() for r in reports for f in r.findings]
+    if not (options and options.quiet):
+        lines += server_lines(reports)
+        lines.append(summary(reports))
     return "\n".join(lines)
 
 
@@ -200,7 +381,7 @@ def github(reports: list[FileReport]) -> str:
         props.append(f"title={_escape_property(f'{finding.code} {finding.path}')}")
         message = finding.message + (f" ({finding.hint})" if finding.hint else "")
         lines.append(f"::{command[finding.severity]} {','.join(props)}::{_escape_data(message)}")
-    lines.append(text(reports).splitlines()[-1])  # the summary line, as plain log text
+    lines.append(summary(reports))  # as plain log text
     return "\n".join(lines)
 
 
@@ -231,6 +412,7 @@ def junit(reports: list[FileReport]) -> str:
 
 REPORTERS: dict[str, Callable[[list[FileReport]], str]] = {
     "text": text,
+    "concise": concise,
     "json": as_json,
     "sarif": sarif,
     "github": github,

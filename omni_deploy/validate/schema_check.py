@@ -88,8 +88,37 @@ def _errors(ctx: Context, validator: Any, prefix: list[Any]) -> list[Finding]:
             continue  # check_stage_ids says it better
         node, key_origin = locate(ctx.deployment.config, path)
         origin = node.origin if node is not None else key_origin
-        findings.append(at(origin, ctx.file, codes.E201, path_string(path), _message(error)))
+        fix = _unquoting(error) if node is not None else None
+        findings.append(at(origin, ctx.file, codes.E201, path_string(path), _message(error), None, fix))
     return findings
+
+
+_SCALAR_TYPES = {"boolean": (bool,), "integer": (int,), "number": (int, float)}
+
+
+def _unquoting(error: Any) -> tuple[tuple[tuple[str, str], ...], str] | None:
+    """A quoted "false" or "8" where a boolean or a number belongs has one right fix: the quotes
+    go (vllm-omni reads the string "false" as true). Only where the bare text reads, as vllm-omni's
+    loader reads it, as a value of the wanted type."""
+    value = error.instance
+    if error.validator != "type" or not isinstance(value, str) or not 0 < len(value) <= 32:
+        return None
+    wanted = error.validator_value if isinstance(error.validator_value, list) else [error.validator_value]
+    kinds = tuple(t for w in wanted for t in _SCALAR_TYPES.get(w, ()))
+    if not kinds or not all(c.isalnum() or c in "+-._" for c in value):
+        return None
+    import yaml
+
+    from omni_deploy.config.yaml_loader import OmegaConfLikeLoader
+
+    try:
+        bare = yaml.load(value, Loader=OmegaConfLikeLoader)  # a SafeLoader
+    except yaml.YAMLError:
+        return None
+    if isinstance(bare, bool) != (bool in kinds) or not isinstance(bare, kinds) or _not_finite(bare):
+        return None
+    kind = "boolean" if isinstance(bare, bool) else "number"
+    return ((f'"{value}"', value), (f"'{value}'", value)), f"unquote {value!r} (a {kind}, not a string)"
 
 
 def _message(error: Any) -> str:

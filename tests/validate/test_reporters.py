@@ -65,7 +65,7 @@ def test_github_workflow_commands(capsys: pytest.CaptureFixture[str]) -> None:
         line.startswith("::warning file=tests/data/validate/negative/unknown_stage_key.yaml,line=5,col=5,")
         for line in lines
     )
-    assert lines[-1].startswith("1 of 2 files invalid")
+    assert lines[-1].startswith("invalid: 1 of 2 files;")
 
 
 def test_github_escapes_newlines_and_separators(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

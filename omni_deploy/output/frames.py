@@ -1,0 +1,109 @@
+"""Code frames, as rustc and ruff draw them: a source line with a caret under the spot.
+
+     |
+  14 |     max_num_seq: 8
+     |     ^^^^^^^^^^^ did you mean 'max_num_seqs'?
+
+`visible` is the one function that makes user text safe for a terminal: every line of source,
+message and file name shown by the text reporter passes through it.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Callable, Sequence
+
+# YAML's line breaks (PyYAML's reader counts these): positions are counted over them.
+LINE_BREAK = re.compile(r"\r\n|[\r\n\x85\u2028\u2029]")
+
+
+def source_lines(text: str) -> list[str]:
+    """The lines of a file as the YAML loader numbers them (1-based: lines[n - 1])."""
+    return LINE_BREAK.split(text)
+
+
+def _escape(char: str) -> str:
+    code = ord(char)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def visible(text: str) -> str:
+    """`text` with nothing a terminal would act on: control, format (bidirectional overrides,
+    zero-width) and separator characters are shown as escapes (`\\x1b`, `\\u202e`)."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() or c == " " else _escape(c) for c in text)
+
+
+def cells(text: str) -> int:
+    """Terminal columns `text` takes: wide East Asian characters two, combining marks none."""
+    width = 0
+    for char in text:
+        if unicodedata.combining(char):
+            continue
+        width += 2 if unicodedata.east_asian_width(char) in ("W", "F") else 1
+    return width
+
+
+def token_length(line: str, start: int) -> int:
+    """Characters the YAML token at `start` (0-based) spans: a quoted scalar to its closing quote,
+    a key to its colon, a plain value to a comment or the end of the line (at least 1)."""
+    if start >= len(line):
+        return 1
+    quote = line[start]
+    if quote in "\"'":
+        i = start + 1
+        while i < len(line):
+            if quote == "'" and line.startswith("''", i):
+                i += 2
+                continue
+            if quote == '"' and line[i] == "\\":
+                i += 2
+                continue
+            if line[i] == quote:
+                return i - start + 1
+            i += 1
+        return len(line) - start
+    in_flow = any(c in line[:start] for c in "[{")
+    end = start
+    while end < len(line):
+        char = line[end]
+        after = line[end + 1 : end + 2]
+        key_end = char == ":" and after in ("", " ", "\t")
+        if key_end or (char == "#" and line[end - 1 : end] in (" ", "\t")):
+            break
+        if in_flow and char in ",]}":
+            break
+        end += 1
+    return max(1, len(line[start:end].rstrip()))
+
+
+def frame(
+    lines: Sequence[str],
+    line: int,
+    column: int,
+    label: str = "",
+    paint: Callable[[str, str], str] | None = None,
+) -> list[str]:
+    """The frame of 1-based `line`:`column` in `lines`, or none when the line is not there.
+
+    `paint(kind, text)` colours the pieces (kind: "gutter" or "caret"); default: plain.
+    """
+    if not 1 <= line <= len(lines):
+        return []
+    colour = paint or (lambda _kind, text: text)
+    source = lines[line - 1]
+    start = min(max(column - 1, 0), len(source))
+    length = token_length(source, start)
+    shown_prefix = visible(source[:start])
+    marked = visible(source[start : start + length]) or " "
+    number = str(line)
+    pad = " " * len(number)
+    caret = " " * cells(shown_prefix) + "^" * max(1, cells(marked))
+    tail = f" {visible(label)}" if label else ""
+    return [
+        colour("gutter", f"{pad} |"),
+        colour("gutter", f"{number} |") + " " + visible(source),
+        colour("gutter", f"{pad} |") + " " + colour("caret", caret + tail),
+    ]
