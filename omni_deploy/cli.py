@@ -18,6 +18,7 @@ from typing import Any
 import click
 
 from omni_deploy import __version__
+from omni_deploy.cli_settings import add_color_option, color_option
 
 # command name -> (module, attribute); each module stays import-light at top level.
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -42,6 +43,7 @@ EXIT_CODES: dict[str, int] = {
     "omni_deploy.errors.ProcessExited": EXIT_PROCESS,
     "omni_deploy.errors.ReadinessTimeout": EXIT_READY_TIMEOUT,
     "omni_deploy.errors.Interrupted": EXIT_INTERRUPTED,
+    "omni_deploy.errors.UsageProblem": EXIT_USAGE,  # PlanError, K8sOptionError, ProjectSettingsError, ...
     "omni_deploy.errors.OmniDeployError": EXIT_FINDINGS,  # ConfigError, RunDirError, PlanError, ...
     "omni_deploy.speaker.onnx_weights.SpeakerModelError": EXIT_FINDINGS,
     "omni_deploy.speaker.inputs.AudioError": EXIT_FINDINGS,
@@ -57,6 +59,13 @@ EXIT_HELP = (
     "be loaded, or other bad input; 2 usage error; 3 internal error; 4 the server (or vllm bench "
     "serve) exited with an error (its own code is printed, and kept in the run directory's "
     "launch.json); 124 the server was not ready in time; 130 interrupted."
+)
+SETTINGS_HELP = (
+    "Settings, later wins: the nearest .omni-deploy.yaml or pyproject.toml [tool.omni-deploy] at or "
+    "above the working directory (files, exclude, ignore, target-version, strict), then "
+    "OMNI_DEPLOY_TARGET_VERSION, OMNI_DEPLOY_STRICT, OMNI_DEPLOY_IGNORE, NO_COLOR and FORCE_COLOR, then "
+    "the options (--color before or after the command). Given no FILE, a command takes the project's "
+    "deploy files: `files`, else deploy/, else the bundled profile."
 )
 
 
@@ -78,6 +87,7 @@ class LazyGroup(click.Group):
         module, attr = COMMANDS[cmd_name]
         command = getattr(importlib.import_module(module), attr)
         assert isinstance(command, click.Command)
+        add_color_option(command)  # --color after the command name works too
         return command
 
     def resolve_command(
@@ -93,20 +103,18 @@ class LazyGroup(click.Group):
         return super().resolve_command(ctx, args)
 
 
-@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]}, epilog=EXIT_HELP)
-@click.version_option(__version__, prog_name="omni-deploy")
-@click.option(
-    "--color",
-    type=click.Choice(("auto", "always", "never")),
-    default="auto",
-    show_default=True,
-    help="Colour in tables and diffs; auto: on a terminal unless NO_COLOR is set.",
+@click.group(
+    cls=LazyGroup,
+    context_settings={"help_option_names": ["-h", "--help"]},
+    epilog=f"{EXIT_HELP}\n\n{SETTINGS_HELP}",
 )
-def cli(color: str) -> None:
+@click.version_option(__version__, prog_name="omni-deploy")
+def cli() -> None:
     """Check, explain and launch vllm-omni deploy configs (MiniCPM-o 4.5 speech serving)."""
-    from omni_deploy.output import color as colour
 
-    colour.set_mode(color)
+
+# Its default resets the mode on every run (tests run many commands in one process).
+cli.params.append(color_option(default="auto"))
 
 
 def main(argv: list[str] | None = None) -> int:

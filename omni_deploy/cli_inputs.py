@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -37,23 +38,56 @@ def stdin_filename_option() -> Callable[[Any], Any]:
 
 
 def read_inputs(files: tuple[str, ...] | list[str], stdin_filename: str | None) -> list[Input]:
-    """FILE arguments expanded (stdin, directories, globs); none given: the bundled profile."""
+    """FILE arguments expanded (stdin, directories, globs; the project's `exclude` applies to
+    what directories and globs find); none given: the project's deploy files."""
+    from omni_deploy.cli_settings import project
     from omni_deploy.inputs import InputError, expand
 
+    if not files:
+        return project_inputs()
     try:
-        return expand(list(files) or [deploy_file_name(None)], sys.stdin, stdin_filename)
+        return expand(list(files), sys.stdin, stdin_filename, project().excluded)
     except InputError as exc:
         raise click.BadParameter(str(exc), param_hint="FILE") from None
 
 
+def project_inputs() -> list[Input]:
+    """The project's deploy files (settings `files`, else deploy/); none: the bundled profile,
+    with a line on stderr saying so. `files` that match nothing is a usage error."""
+    from omni_deploy.cli_settings import project
+    from omni_deploy.config.yaml_loader import display_path
+    from omni_deploy.inputs import Input
+
+    found = project()
+    files = found.deploy_files()
+    if files:
+        return [Input(display_path(f)) for f in files]
+    if found.files is not None:
+        raise click.UsageError(f"{found.describe_search()}: {', '.join(found.files)}")
+    bundled = deploy_file_name(None)
+    click.echo(
+        f"omni-deploy: {found.describe_search()} and no FILE given; using the bundled "
+        f"MiniCPM-o 4.5 turn profile {display_path(Path(bundled))}",
+        err=True,
+    )
+    return [Input(bundled)]
+
+
+def one_file_name(file: str | None) -> str:
+    """FILE of a command that runs one deployment (serve, k8s): as given, else the project's one."""
+    return file if file is not None else _only(project_inputs()).name
+
+
 def read_one_input(file: str | None, stdin_filename: str | None) -> Input:
     """One FILE for the commands that show one deployment (a directory must hold exactly one)."""
-    found = read_inputs([file] if file is not None else [], stdin_filename)
+    return _only(read_inputs([file] if file is not None else [], stdin_filename), file)
+
+
+def _only(found: list[Input], file: str | None = None) -> Input:
     if len(found) != 1:
         names = ", ".join(i.name for i in found[:4]) + (", ..." if len(found) > 4 else "")
-        raise click.BadParameter(
-            f"{file} holds {len(found)} deploy files ({names}); name one", param_hint="FILE"
-        )
+        where = file if file is not None else "the project"
+        raise click.UsageError(f"{where} holds {len(found)} deploy files ({names}); name one as FILE")
     return found[0]
 
 

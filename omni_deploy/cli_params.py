@@ -157,3 +157,29 @@ def backend_choice(name: str) -> Backend | None:
     if name == "auto":
         return None
     raise ValueError(f"unknown speaker backend {name!r}; one of auto, {', '.join(BACKENDS)}")
+class DeviceType(click.ParamType):
+    """A torch device for the speaker tools: auto, cpu, cuda or cuda:N (checked before torch loads)."""
+
+    name = "device"
+    choices = ("auto", "cpu", "cuda")
+
+    def get_metavar(self, param: click.Parameter, ctx: click.Context | None = None) -> str:
+        return "[auto|cpu|cuda|cuda:N]"
+
+    def shell_complete(
+        self, ctx: click.Context, param: click.Parameter, incomplete: str
+    ) -> list[click.shell_completion.CompletionItem]:
+        from click.shell_completion import CompletionItem
+
+        return [CompletionItem(c) for c in self.choices if c.startswith(incomplete.lower())]
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        text = str(value).strip().lower()
+        index = text.removeprefix("cuda:")
+        if text in self.choices or (text.startswith("cuda:") and index.isdigit() and len(index) <= 3):
+            return text
+        self.fail(
+            f"{value!r} is not a device; use auto, cpu, cuda or cuda:N" + did_you_mean(text, self.choices),
+            param,
+            ctx,
+        )

@@ -60,6 +60,8 @@ def reference_markdown() -> str:
         rows = [r for r in (_option_row(p, ctx) for p in command.get_params(ctx)) if r]
         if rows:
             parts.append("| option | meaning |\n| --- | --- |\n" + "\n".join(rows) + "\n")
+        if command.epilog:
+            parts.append(inspect.cleandoc(command.epilog) + "\n")
     return "\n".join(parts)
 
 

@@ -8,7 +8,7 @@ silently, since nobody named it. A file named outright is always checked.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
@@ -42,7 +42,8 @@ def _yaml_files_below(directory: Path) -> list[Path]:
     return found
 
 
-def _deploy_files(paths: list[Path]) -> list[Path]:
+def deploy_files_in(paths: list[Path]) -> list[Path]:
+    """The deploy files among `paths` (found, not named: other YAML is left out)."""
     from omni_deploy.knowledge.deploy_file import looks_like_deploy_file  # only for found files
 
     out = []
@@ -57,8 +58,23 @@ def _deploy_files(paths: list[Path]) -> list[Path]:
     return out
 
 
-def expand(args: Sequence[str], stdin: TextIO, stdin_filename: str | None = None) -> list[Input]:
-    """The files FILE arguments stand for, in the order given (each directory's files sorted)."""
+def deploy_files_below(directory: Path) -> list[Path]:
+    """The deploy files below a folder (*.yaml, *.yml; hidden folders left out), sorted."""
+    return deploy_files_in(_yaml_files_below(directory))
+
+
+def expand(
+    args: Sequence[str],
+    stdin: TextIO,
+    stdin_filename: str | None = None,
+    excluded: Callable[[Path], bool] | None = None,
+) -> list[Input]:
+    """The files FILE arguments stand for, in the order given (each directory's files sorted).
+
+    `excluded` (the project's `exclude`) leaves out files found in a directory or by a glob; a
+    file named outright is always checked.
+    """
+    drop = excluded or (lambda _path: False)
     inputs: list[Input] = []
     for arg in args:
         if arg == STDIN:
@@ -68,7 +84,7 @@ def expand(args: Sequence[str], stdin: TextIO, stdin_filename: str | None = None
             continue
         path = Path(arg).expanduser()
         if path.is_dir():
-            files = _deploy_files(_yaml_files_below(path))
+            files = [f for f in deploy_files_below(path) if not drop(f)]
             if not files:
                 raise InputError(f"no deploy files (*.yaml, *.yml) in {arg}")
             inputs += [Input(str(f)) for f in files]
@@ -76,7 +92,7 @@ def expand(args: Sequence[str], stdin: TextIO, stdin_filename: str | None = None
             import glob
 
             matches = [Path(m) for m in sorted(glob.glob(os.path.expanduser(arg), recursive=True))]
-            files = _deploy_files([m for m in matches if m.is_file()])
+            files = [f for f in deploy_files_in([m for m in matches if m.is_file()]) if not drop(f)]
             if not files:
                 raise InputError(f"no deploy files match {arg}")
             inputs += [Input(str(f)) for f in files]

@@ -47,3 +47,12 @@ def standin_onnx() -> Path:
         CACHE.mkdir(parents=True, exist_ok=True)
         export_standin(path, seed=0)
     return path
+
+
+@pytest.fixture
+def outside_project(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The working directory is an empty folder in no project: commands given no FILE fall back
+    to the bundled profile (in the checkout they would find its deploy/ files)."""
+    empty = tmp_path_factory.mktemp("no-project")
+    monkeypatch.chdir(empty)
+    return empty

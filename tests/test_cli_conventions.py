@@ -84,6 +84,45 @@ def test_validate_colours_severities_only_when_asked(capsys: pytest.CaptureFixtu
     # A key 0.28.0's code does not read (deploy/turn-bench.yaml silences its W310s on their lines).
     newer = str(ROOT / "tests" / "data" / "validate" / "negative" / "newer_version_key.yaml")
     coloured = run_cli(capsys, "--color", "always", "validate", newer, "--target-version", "0.28.0")
-    assert "\x1b[33m\x1b[1mwarning\x1b[0m[W310]" in coloured.out
+    assert "\x1b[33m\x1b[1mwarning[W310]\x1b[0m: " in coloured.out
     plain = run_cli(capsys, "validate", newer, "--target-version", "0.28.0")  # captured: not a terminal
     assert "\x1b[" not in plain.out and "warning[W310]" in plain.out
+    # --color after the command name too; the last one given wins.
+    after = run_cli(capsys, "validate", newer, "--target-version", "0.28.0", "--color", "always")
+    assert "\x1b[33m\x1b[1mwarning[W310]\x1b[0m: " in after.out
+    both = run_cli(
+        capsys, "--color", "always", "validate", newer, "--target-version", "0.28.0", "--color", "never"
+    )
+    assert "\x1b[" not in both.out
+
+
+def test_command_lists_show_whole_summaries(capsys: pytest.CaptureFixture[str]) -> None:
+    # At 80 columns Click cuts a long summary ("Validate FILE (default: the bundled..."): each
+    # command's one-line summary is a whole sentence that fits.
+    for group in ([], ["bench"], ["spk"]):
+        out = run_cli(capsys, *group, "--help").out
+        listed = out.split("Commands:\n", 1)[1].split("\n\n", 1)[0].splitlines()
+        assert listed, group
+        for line in listed:
+            assert line.rstrip().endswith(".") and "..." not in line and len(line) <= 80, line
+
+
+def test_option_help_is_specific(capsys: pytest.CaptureFixture[str]) -> None:
+    generic = []
+    for path, command in _walk(cli, ["omni-deploy"]):
+        for param in command.params:
+            if isinstance(param, click.Option) and param.help in ("Output format.", "Output format"):
+                generic.append(f"{' '.join(path)} {param.opts[-1]}")
+    assert not generic, generic
+    k8s = run_cli(capsys, "k8s", "--help").out
+    assert "[default:ghcr.io/omni-deploy/omni-deploy:latest]" in "".join(k8s.split())  # wrapped anywhere
+    report = " ".join(run_cli(capsys, "bench", "report", "--help").out.split())
+    assert "--plot FILE" in report and "OUT" not in report
+    parity = " ".join(run_cli(capsys, "spk", "parity", "--help").out.split())
+    assert "--device [auto|cpu|cuda|cuda:N]" in parity
+
+
+def test_every_command_takes_color_after_its_name(capsys: pytest.CaptureFixture[str]) -> None:
+    for path, command in _walk(cli, ["omni-deploy"]):
+        if len(path) > 1:
+            assert any(p.name == "color" for p in command.params), " ".join(path)

@@ -9,7 +9,6 @@ from typing import Any
 import click
 
 from omni_deploy import defaults
-from omni_deploy.bench.protocol import SweepOptions
 from omni_deploy.cli_params import output_option
 from omni_deploy.install_hint import install_hint
 
@@ -26,7 +25,17 @@ def _ints(value: str) -> tuple[int, ...]:
 
 # The options bench run and bench ab share: what a sweep is, where it writes, how it reports.
 _SWEEP_OPTIONS = [
-    click.option("--model", required=True, help="Served model name (as the server answers it)."),
+    click.option(
+        "--model",
+        default=defaults.MODEL,
+        show_default=True,
+        help="The model the server runs (hub id or path), as `serve --model` means it.",
+    ),
+    click.option(
+        "--served-model-name",
+        default=None,
+        help="Name the API answers to, if the server was given one (default: --model, as vLLM's).",
+    ),
     click.option(
         "--dataset-path",
         required=True,
@@ -35,9 +44,8 @@ _SWEEP_OPTIONS = [
     ),
     click.option(
         "--tokenizer",
-        default=SweepOptions.tokenizer,
-        show_default=True,
-        help="Tokenizer vllm bench serve counts tokens with.",
+        default=None,
+        help="Tokenizer vllm bench serve counts tokens with (default: --model).",
     ),
     click.option(
         "--concurrency",
@@ -105,6 +113,11 @@ _SWEEP_OPTIONS = [
 ]
 
 
+def _renamed(value: Any, old: str, new: str) -> None:
+    if value is not None:
+        raise click.UsageError(f"{old} is now {new} (the model to serve, as in serve and k8s)")
+
+
 def sweep_options(f: Any) -> Any:
     for option in reversed(_SWEEP_OPTIONS):
         f = option(f)
@@ -116,9 +129,9 @@ def _sweep(base_url: str, kw: dict[str, Any], order: str) -> Any:
 
     return SweepOptions(
         base_url=base_url.rstrip("/"),
-        model=kw["model"],
+        model=kw["served_model_name"] or kw["model"],  # the name requests carry
         dataset_path=kw["dataset_path"],
-        tokenizer=kw["tokenizer"],
+        tokenizer=kw["tokenizer"] or kw["model"],
         concurrency=_ints(kw["concurrency"]),
         prompts=kw["prompts"],
         rounds=kw["rounds"],
@@ -133,12 +146,12 @@ def _sweep(base_url: str, kw: dict[str, Any], order: str) -> Any:
     )
 
 
-@click.group()
+@click.group(short_help="Run, report and compare serving benchmarks.")
 def bench() -> None:
     """Serving benchmark: sweeps with `vllm bench serve --omni`, reports, A/B comparisons."""
 
 
-@bench.command("run")
+@bench.command("run", short_help="Sweep concurrencies against a running server.")
 @click.option("--base-url", required=True, help=f"Server URL, e.g. http://127.0.0.1:{defaults.PORT}.")
 @click.option(
     "--order",
@@ -169,7 +182,7 @@ def run(base_url: str, order: str, **kw: Any) -> int:
     return 0
 
 
-@bench.command("report")
+@bench.command("report", short_help="Summarise saved rounds; compare with a baseline.")
 @click.argument("directory", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option(
     "--baseline",
@@ -177,7 +190,12 @@ def run(base_url: str, order: str, **kw: Any) -> int:
     help="Results folder to compare against (changes in percent per concurrency).",
 )
 @click.option(
-    "--plot", "plot_path", type=click.Path(dir_okay=False, path_type=Path), help="Write OUT.png or OUT.svg."
+    "--plot",
+    "plot_path",
+    metavar="FILE",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Also draw the sweep into FILE (.png or .svg; never overwritten): one panel per metric, "
+    "log2 concurrency axis. Needs matplotlib (the `plot` extra).",
 )
 @output_option(("text", "json", "markdown"), help="text (a table), json, or markdown (for a pull request).")
 def report(directory: Path, baseline: Path | None, plot_path: Path | None, fmt: str) -> int:
@@ -230,18 +248,23 @@ def _check_plot_path(plot_path: Path) -> None:
     if plot_path.suffix not in (".png", ".svg"):
         raise click.BadParameter("use a .png or .svg file", param_hint="--plot")
     if plot_path.exists():
-        raise click.ClickException(f"{plot_path} exists; not overwritten")
+        raise click.BadParameter(f"{plot_path} exists; not overwritten", param_hint="--plot")
     if importlib.util.find_spec("matplotlib") is None:
         raise click.ClickException(f"plots need matplotlib: {install_hint('plot')}")
 
 
-@bench.command("ab")
+@bench.command("ab", short_help="Compare two server set-ups, each started twice.")
 @click.argument("file")
 @click.option(
     "--a", "a_pairs", multiple=True, required=True, metavar="KEY=VALUE", help="serve options of A (baseline)."
 )
 @click.option("--b", "b_pairs", multiple=True, required=True, metavar="KEY=VALUE", help="serve options of B.")
-@click.option("--model-path", "model_path", default=defaults.MODEL, show_default=True, help="Model to serve.")
+@click.option(
+    "--model-path",
+    hidden=True,
+    expose_value=False,
+    callback=lambda _ctx, _param, value: _renamed(value, "--model-path", "--model"),
+)
 @click.option(
     "--port",
     type=click.IntRange(1, 65535),
@@ -250,9 +273,7 @@ def _check_plot_path(plot_path: Path) -> None:
     help="Port the A and B servers listen on (one at a time).",
 )
 @sweep_options
-def ab(
-    file: str, a_pairs: tuple[str, ...], b_pairs: tuple[str, ...], model_path: str, port: int, **kw: Any
-) -> int:
+def ab(file: str, a_pairs: tuple[str, ...], b_pairs: tuple[str, ...], port: int, **kw: Any) -> int:
     """Compare two server set-ups: A, B, B, A starts... (each twice, the second in reverse order).
 
     Example: --a spk-backend=cpu-onnxruntime --b spk-backend=cuda-torch
@@ -266,9 +287,10 @@ def ab(
     except ValueError as exc:
         raise click.BadParameter(str(exc)) from None
     sweep = _sweep(local_url("127.0.0.1", port), kw, "forward")
-    serve_common = ["--served-model-name", kw["model"]]
+    served = kw["served_model_name"]
+    serve_common = ["--served-model-name", served] if served else []
     starts = plan_ab(
-        file, model_path, port, [*serve_common, *a], [*serve_common, *b], sweep, kw["result_dir"] / "runs"
+        file, kw["model"], port, [*serve_common, *a], [*serve_common, *b], sweep, kw["result_dir"] / "runs"
     )
     if kw["dry_run"]:
         click.echo(ab_json(starts, kw["result_dir"]) if kw["fmt"] == "json" else describe(starts))
@@ -278,6 +300,6 @@ def ab(
             "bench ab -o json needs --dry-run; the comparison itself: bench report -o json"
         )
     click.echo(
-        run_ab(starts, sweep.base_url, kw["ready_timeout"], kw["result_dir"], timed(stderr_say), kw["model"])
+        run_ab(starts, sweep.base_url, kw["ready_timeout"], kw["result_dir"], timed(stderr_say), sweep.model)
     )
     return 0

@@ -24,7 +24,7 @@ def _where(node: Any) -> str:
     return str(node.origin)
 
 
-@click.command()
+@click.command(short_help="What a server would see differently in two files.")
 @click.argument("a", metavar="A", type=click.Path(dir_okay=False))
 @click.argument("b", metavar="B", type=click.Path(dir_okay=False))
 @click.option(

@@ -7,18 +7,12 @@ import os
 import click
 
 from omni_deploy.cli_inputs import file_argument, stdin_filename_option
-from omni_deploy.cli_params import (
-    PipelineType,
-    PlatformType,
-    TargetVersionType,
-    backend_choice,
-    output_option,
-)
-from omni_deploy.knowledge.versions import RELEASED
+from omni_deploy.cli_params import PipelineType, PlatformType, backend_choice, output_option
+from omni_deploy.cli_settings import target_version_option
 from omni_deploy.speaker_rules import BACKENDS
 
 
-@click.command()
+@click.command(short_help="Where CAM++ runs, in what precision, and why.")
 @file_argument()
 @click.option("--backend", is_flag=True, help="Explain the speaker-embedding (CAM++) backend only.")
 @click.option(
@@ -42,12 +36,7 @@ from omni_deploy.speaker_rules import BACKENDS
     default=None,
     help="Pipeline of a file that neither names nor implies one (a vllm-omni registry name).",
 )
-@click.option(
-    "--target-version",
-    type=TargetVersionType(),
-    default=None,
-    help=f"vllm-omni version of the serving host: a release, 'installed' or 'main' (default: installed, else {RELEASED}).",
-)
+@target_version_option("assume on the serving host")
 @output_option(("text", "json"), help="text for people, json for programs (docs/json-output.md).")
 @stdin_filename_option()
 def explain(
@@ -61,17 +50,19 @@ def explain(
     fmt: str,
     stdin_filename: str | None,
 ) -> int:
-    """Explain FILE (default: the bundled MiniCPM-o 4.5 turn profile): where CAM++ runs, in what
-    precision, which setting decided it (file:line), how to switch; or, without --backend, the
-    stages, devices and Code2Wav knobs per platform.
+    """Explain where CAM++ runs, in what precision, which setting decided it (file:line) and how
+    to switch; or, without --backend, the stages, devices and Code2Wav knobs per platform.
+
+    FILE defaults to the project's deploy file (see `validate`; with several, name one), else the
+    bundled MiniCPM-o 4.5 turn profile.
     """
     from omni_deploy.cli_inputs import load_deployment, read_one_input
+    from omni_deploy.cli_settings import resolve
     from omni_deploy.explain import as_json, as_text, choose_platforms, explain
     from omni_deploy.host import assumed_host, probe_host
-    from omni_deploy.knowledge.versions import default_target_version
 
+    target = resolve(target_version).target_version
     deployment = load_deployment(read_one_input(file, stdin_filename), pipeline)
-    target = target_version or default_target_version()
     host = probe_host() if probe else assumed_host(target)
     if probe:  # what the last server on this host reported (serve's run directories, or the variable)
         from omni_deploy.host import last_server_reports

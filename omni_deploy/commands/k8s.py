@@ -7,18 +7,24 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from omni_deploy.cli_params import PlatformType, TargetVersionType, output_option
-from omni_deploy.k8s.options import K8sOptions, Sizing
+from omni_deploy.cli_inputs import file_argument
+from omni_deploy.cli_params import PlatformType, output_option
+from omni_deploy.cli_settings import target_version_option
+from omni_deploy.k8s.options import DEFAULT_IMAGE, K8sOptions, Sizing
 
 if TYPE_CHECKING:
+    from omni_deploy.cli_settings import Settings
     from omni_deploy.deployment import Deployment
 
 
-@click.command()
-@click.argument("file", required=False, metavar="[FILE]")
+@click.command(short_help="Kubernetes manifests that serve a deploy file.")
+@file_argument()
 @click.option("--model", required=True, help="Hugging Face id, or an absolute path inside the pod.")
 @click.option(
-    "--image", default=None, help="Container image with vllm-omni and omni-deploy (docs/kubernetes.md)."
+    "--image",
+    default=DEFAULT_IMAGE,
+    show_default=True,
+    help="Container image with vllm-omni and omni-deploy (docs/kubernetes.md says how to build it).",
 )
 @click.option(
     "--name", default=None, help=f"Name of the objects (a DNS-1123 label; default: {K8sOptions.name})."
@@ -152,35 +158,32 @@ if TYPE_CHECKING:
     default=False,
     help="A Prometheus Operator ServiceMonitor for /metrics.",
 )
-@click.option(
-    "--target-version",
-    type=TargetVersionType(),
-    default=None,
-    help="vllm-omni version to validate against (default: the installed one, else the latest release).",
-)
+@target_version_option("validate against")
 @output_option(("yaml", "json"), help="yaml: multi-document, for kubectl apply -f -; json: a v1 List.")
 def k8s(
     file: str | None, shm_size_gib: int | None, target_version: str | None, fmt: str, **params: Any
 ) -> int:
-    """Print Kubernetes manifests that serve FILE (default: the bundled MiniCPM-o 4.5 turn profile).
+    """Print Kubernetes manifests that serve FILE.
 
-    A ConfigMap with the deploy file exactly as `omni-deploy serve` renders it, a Deployment when
+    FILE defaults to the project's deploy file (see `validate`; with several, name one), else the
+    bundled MiniCPM-o 4.5 turn profile. A ConfigMap with the deploy file exactly as `omni-deploy serve` renders it, a Deployment when
     every stage fits one node (--gpus-per-node), else a LeaderWorkerSet (or StatefulSets) with the
     master and headless stages, a Service for the API, a PodDisruptionBudget and a NetworkPolicy.
     """
+    from omni_deploy.cli_settings import resolve
     from omni_deploy.k8s.build import build
     from omni_deploy.k8s.cli_options import options_from_cli
     from omni_deploy.k8s.manifests import notes
-    from omni_deploy.k8s.options import K8sOptionError
+    from omni_deploy.k8s.options import K8sOptionError, PlatformRefused
     from omni_deploy.k8s.output import to_json, to_yaml
-    from omni_deploy.knowledge.versions import default_target_version
 
     try:
         options = options_from_cli(params)
-    except K8sOptionError as error:
+    except (K8sOptionError, PlatformRefused) as error:
         raise click.UsageError(str(error)) from None
-    target = target_version or default_target_version()
-    deployment = _validated(file, options, target)
+    settings = resolve(target_version)
+    target = settings.target_version
+    deployment = _validated(file, options, settings)
     if deployment is None:
         click.echo("omni-deploy: no manifests: the deploy file does not pass validation", err=True)
         return 1
@@ -191,18 +194,20 @@ def k8s(
     return 0
 
 
-def _validated(file: str | None, options: K8sOptions, target: str) -> Deployment | None:
-    """The file checked for the platform and node size the manifests use (findings worth showing
-    go to stderr); None when an error stops the build."""
-    from omni_deploy.bundled import deploy_file_name
+def _validated(file: str | None, options: K8sOptions, settings: Settings) -> Deployment | None:
+    """The file (FILE, else the project's) checked for the platform and node size the manifests
+    use, with the project's ignore and strict (findings worth showing go to stderr); None when an
+    error stops the build."""
+    from omni_deploy.cli_inputs import one_file_name
     from omni_deploy.validate.context import Options
     from omni_deploy.validate.report import text as report_text
     from omni_deploy.validate.runner import validate_file
 
-    report = validate_file(
-        deploy_file_name(file),
-        Options(platforms=(options.platform,), target_version=target, gpus_per_node=options.gpus_per_node),
-    )
+    checks = Options(
+        platforms=(options.platform,), target_version=settings.target_version,
+        gpus_per_node=options.gpus_per_node, ignore=settings.ignore, strict=settings.strict,
+    )  # fmt: skip
+    report = validate_file(one_file_name(file), checks)
     if any(f.severity != "info" for f in report.findings):
         click.echo(report_text([report]), err=True)
     return report.deployment if report.valid else None

@@ -12,7 +12,7 @@ from omni_deploy.config.render import to_json, to_yaml, to_yaml_with_origins
 from omni_deploy.config.yaml_loader import display_path
 
 
-@click.command()
+@click.command(short_help="The merged deploy config, base_config resolved.")
 @file_argument()
 @click.option(
     "--platform",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 
-@click.command()
+@click.command(short_help="The deploy files' JSON Schema, or a reference page.")
 @click.option("--reference", is_flag=True, help="Print docs/deploy-reference.md (Markdown) instead.")
 @click.option(
     "--findings", is_flag=True, help="Print docs/findings.md (every finding code, Markdown) instead."

@@ -7,7 +7,8 @@ from pathlib import Path
 import click
 
 from omni_deploy.cli_inputs import file_argument
-from omni_deploy.cli_params import PlatformType, TargetVersionType, backend_choice, output_option
+from omni_deploy.cli_params import PlatformType, backend_choice, output_option
+from omni_deploy.cli_settings import target_version_option
 from omni_deploy.launch.options import LaunchOptions
 from omni_deploy.serve.request import ServeRequest
 from omni_deploy.speaker_rules import BACKENDS
@@ -46,7 +47,7 @@ class PassthroughCommand(click.Command):
         return [*super().collect_usage_pieces(ctx), "[-- VLLM_ARGS...]"]
 
 
-@click.command(cls=PassthroughCommand)
+@click.command(cls=PassthroughCommand, short_help="Validate, render, then run vllm serve --omni.")
 @file_argument()
 @click.option("--model", default=None, help=f"Model path or hub id (default: {LaunchOptions.model}).")
 @click.option(
@@ -106,12 +107,7 @@ class PassthroughCommand(click.Command):
 @click.option(
     "--env", "env_pairs", multiple=True, metavar="KEY=VALUE", help="Extra environment for the server."
 )
-@click.option(
-    "--target-version",
-    type=TargetVersionType(),
-    default=None,
-    help="vllm-omni version to validate against: a release, 'installed' or 'main' (default: installed).",
-)
+@target_version_option("validate against")
 @output_option(
     ("text", "json"),
     help="With --dry-run: text, or json (docs/json-output.md). A running server's output is its log.",
@@ -134,14 +130,18 @@ def serve(
     target_version: str | None,
     fmt: str,
 ) -> int:
-    """Validate FILE (default: the bundled MiniCPM-o 4.5 turn profile), render it for the platform,
-    and run `vllm serve MODEL --omni --deploy-config RENDERED` with the CUDA CAM++ path on.
+    """Validate FILE, render it for the platform, and run `vllm serve MODEL --omni --deploy-config
+    RENDERED` with the CUDA CAM++ path on.
+
+    FILE defaults to the project's deploy file (see `validate`; with several, name one), else the
+    bundled MiniCPM-o 4.5 turn profile. The project settings' ignore and strict apply to the check.
 
     Arguments after `--` go to `vllm serve` unchanged, with or without FILE (multi-node:
     --headless --stage-id N --omni-master-address A --omni-master-port P, --worker-backend ray
     --ray-address A).
     """
-    from omni_deploy.bundled import deploy_file_name
+    from omni_deploy.cli_inputs import one_file_name
+    from omni_deploy.cli_settings import resolve
     from omni_deploy.serve.session import run_serve
 
     if fmt == "json" and not dry_run:
@@ -151,8 +151,9 @@ def serve(
     launch = LaunchOptions(
         model or LaunchOptions.model, platform, host, port, served_model_name, backend, extra_env, passthrough
     )
+    settings = resolve(target_version)
     request = ServeRequest(
-        deploy_file_name(file), platform, target_version or "", launch, run_dir, dry_run, skip_preflight,
-        no_wait, ready_timeout, stop_grace, fmt,
+        one_file_name(file), platform, settings.target_version, launch, run_dir, dry_run, skip_preflight,
+        no_wait, ready_timeout, stop_grace, fmt, settings.ignore, settings.strict,
     )  # fmt: skip
     return run_serve(request, _echo)

@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from omni_deploy.cli_params import output_option
+from omni_deploy.cli_params import DeviceType, output_option
 from omni_deploy.install_hint import install_hint
 
 
@@ -58,16 +58,19 @@ def _guard(fn: Any, *args: Any, **kwargs: Any) -> Any:
         raise click.ClickException(str(exc)) from None
 
 
-@click.group()
+@click.group(short_help="CAM++ tools: a stand-in model, parity, speed.")
 def spk() -> None:
     """CAM++ speaker encoder: build a stand-in model, check parity with ONNX Runtime, measure speed."""
 
 
-@spk.command("make-standin")
+@spk.command("make-standin", short_help="Export a stand-in campplus.onnx (random weights).")
 @click.argument("out", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random weights.")
 @click.option("--force", is_flag=True, help="Replace OUT if it exists.")
-@output_option(("text", "json"), help="Output format.")
+@output_option(
+    ("text", "json"),
+    help="text: what was written, for people; json: the path, seed and graph counts (docs/json-output.md).",
+)
 def make_standin(out: Path, seed: int, force: bool, fmt: str) -> int:
     """Export a STAND-IN campplus.onnx: CAM++'s real structure with deterministic random weights.
 
@@ -78,9 +81,9 @@ def make_standin(out: Path, seed: int, force: bool, fmt: str) -> int:
     from omni_deploy.speaker.standin import STANDIN_NOTE, export_standin
 
     if out.exists() and not force:
-        raise click.ClickException(f"{out} exists; pass --force to replace it")
+        raise click.BadParameter(f"{out} exists; pass --force to replace it", param_hint="OUT")
     if not out.parent.is_dir():
-        raise click.ClickException(f"no such directory: {out.parent}")
+        raise click.BadParameter(f"no such directory: {out.parent}", param_hint="OUT")
     summary = export_standin(out, seed=seed)
     if fmt == "json":
         from dataclasses import asdict
@@ -102,7 +105,7 @@ def make_standin(out: Path, seed: int, force: bool, fmt: str) -> int:
     return 0
 
 
-@spk.command()
+@spk.command(short_help="Our CAM++ against ONNX Runtime on the same fbank.")
 @click.option(
     "--onnx",
     "onnx_path",
@@ -110,7 +113,13 @@ def make_standin(out: Path, seed: int, force: bool, fmt: str) -> int:
     type=click.Path(exists=True, dir_okay=False),
     help="campplus.onnx (the model's assets/token2wav/campplus.onnx, or a stand-in).",
 )
-@click.option("--device", default="auto", show_default=True, help="cuda, cuda:N, cpu or auto.")
+@click.option(
+    "--device",
+    type=DeviceType(),
+    default="auto",
+    show_default=True,
+    help="Where our encoder runs: cuda, cuda:N, cpu, or auto (cuda when available).",
+)
 @click.option(
     "--tf32",
     type=click.Choice(("off", "on", "both")),
@@ -126,7 +135,10 @@ def make_standin(out: Path, seed: int, force: bool, fmt: str) -> int:
     show_default=True,
     help="Exit 1 when any cosine similarity is below this.",
 )
-@output_option(("text", "json"), help="Output format.")
+@output_option(
+    ("text", "json"),
+    help="text: a table of cosines, for people; json: every case and the summary per TF32 setting (docs/json-output.md).",
+)
 @click.argument("wavs", nargs=-1, type=click.Path(exists=True, dir_okay=False, path_type=Path))
 def parity(
     onnx_path: str,
@@ -189,7 +201,7 @@ def parity(
     return 0
 
 
-@spk.command()
+@spk.command(short_help="CAM++ latency: ONNX Runtime, eager torch and ours.")
 @click.option(
     "--onnx",
     "onnx_path",
@@ -197,7 +209,13 @@ def parity(
     type=click.Path(exists=True, dir_okay=False),
     help="campplus.onnx (the model's assets/token2wav/campplus.onnx, or a stand-in).",
 )
-@click.option("--device", default="auto", show_default=True, help="cuda, cuda:N, cpu or auto.")
+@click.option(
+    "--device",
+    type=DeviceType(),
+    default="auto",
+    show_default=True,
+    help="Where our encoder runs: cuda, cuda:N, cpu, or auto (cuda when available).",
+)
 @click.option("--seconds", default="3,6", show_default=True, help="Reference lengths, comma-separated.")
 @click.option("--batch", "batches", default="1,8,32", show_default=True, help="Batch sizes, comma-separated.")
 @click.option(
@@ -207,7 +225,10 @@ def parity(
     "--repeats", type=int, default=30, show_default=True, help="Timed calls per case (median and p95)."
 )
 @click.option("--tf32/--no-tf32", default=True, show_default=True, help="Matmul TF32 for our encoder.")
-@output_option(("text", "json"), help="Output format.")
+@output_option(
+    ("text", "json"),
+    help="text: a latency table, for people; json: every row of timings (docs/json-output.md).",
+)
 def bench(
     onnx_path: str, device: str, seconds: str, batches: str, mixed: int, repeats: int, tf32: bool, fmt: str
 ) -> int:

@@ -8,16 +8,17 @@ from typing import TYPE_CHECKING
 import click
 
 from omni_deploy.cli_inputs import file_argument, stdin_filename_option
-from omni_deploy.cli_params import PipelineType, PlatformType, TargetVersionType, output_option
+from omni_deploy.cli_params import PipelineType, PlatformType, output_option
+from omni_deploy.cli_settings import ENV_IGNORE, ENV_STRICT, target_version_option
 from omni_deploy.config.stage_schema import PLATFORMS
-from omni_deploy.knowledge.versions import RELEASED, default_target_version
 
 if TYPE_CHECKING:
-    from omni_deploy.validate.context import ModelShape
-    from omni_deploy.validate.project import ProjectSettings
+    from omni_deploy.inputs import Input
+    from omni_deploy.validate.context import Options
+    from omni_deploy.validate.runner import FileReport
 
 
-@click.command()
+@click.command(short_help="Check deploy files as vllm-omni would read them.")
 @file_argument("files", many=True)
 @click.option(
     "--platform",
@@ -29,23 +30,19 @@ if TYPE_CHECKING:
 @click.option(
     "--strict/--no-strict",
     default=None,
-    help="Warnings count as errors (default: the project settings' strict, else off).",
+    help=f"Warnings count as errors (default: {ENV_STRICT}, else the project settings' strict, else off).",
 )
 @click.option(
     "--ignore",
     "ignore",
     multiple=True,
     metavar="CODE[,CODE]",
-    help="Leave these finding codes out (repeatable; adds to the project settings' ignore). One line: "
-    "a comment '# omni-deploy: ignore[W310]' on it, or alone on the line above.",
+    help=f"Leave these finding codes out (repeatable; adds to {ENV_IGNORE} and the project settings' "
+    "ignore). One line: a comment '# omni-deploy: ignore[W310]' on it, or alone on the line above.",
 )
-@click.option(
-    "--target-version",
-    type=TargetVersionType(),
-    default=None,
-    help="vllm-omni version to check against: a release, 'installed' or 'main' (default: the project "
-    f"settings', else the installed one, else {RELEASED}). A release is checked against what its code "
-    "reads; an installed vllm-omni that is not a release is read now.",
+@target_version_option(
+    "check against",
+    "A release is checked against what its code reads; an installed vllm-omni that is not a release is read now.",
 )
 @click.option(
     "--vllm-omni-source",
@@ -97,8 +94,9 @@ if TYPE_CHECKING:
     "config.json; nothing is downloaded.",
 )
 @output_option(
-    ("text", "json", "sarif", "github", "junit"),
-    help="text for people; json; sarif (code scanning); github (workflow annotations); junit (XML).",
+    ("text", "concise", "json", "sarif", "github", "junit"),
+    help="text: grouped by file, with code frames; concise: one line per finding (grep, editors); "
+    "json; sarif (code scanning); github (workflow annotations); junit (XML).",
 )
 @stdin_filename_option()
 @click.option(
@@ -106,6 +104,30 @@ if TYPE_CHECKING:
     is_flag=True,
     help="Skip, without a finding, files that are not deploy files (several YAML documents, or "
     "none of vllm-omni's top-level keys); the pre-commit hook passes it.",
+)
+@click.option(
+    "-q", "--quiet", is_flag=True, help="Text output: the findings only; no summary, nothing when clean."
+)
+@click.option(
+    "--statistics",
+    is_flag=True,
+    help="Text output: how often each code occurs (and [*] where --fix fixes it) instead of the findings.",
+)
+@click.option(
+    "--exit-zero", is_flag=True, help="Exit 0 even when there are errors (usage errors still exit 2)."
+)
+@click.option(
+    "--fix",
+    is_flag=True,
+    help="Apply the fixes with one right answer (marked `= fix:`: a typo renamed to the key it "
+    "misspells, quotes dropped around a boolean or number) in place, comments and layout kept; "
+    "a file is written only after its fixed text validated. With '-' the fixed text goes to stdout.",
+)
+@click.option(
+    "--diff",
+    "show_diff",
+    is_flag=True,
+    help="Print what --fix would change, as a unified diff; write nothing.",
 )
 def validate(
     files: tuple[str, ...],
@@ -124,78 +146,107 @@ def validate(
     fmt: str,
     stdin_filename: str | None,
     skip_non_deploy: bool,
+    quiet: bool,
+    statistics: bool,
+    exit_zero: bool,
+    fix: bool,
+    show_diff: bool,
 ) -> int:
-    """Check deploy FILEs (default: the bundled MiniCPM-o 4.5 turn profile) as vllm-omni would read them.
+    """Check deploy FILEs as vllm-omni would read them (default: the project's deploy files).
 
+    Without FILE: the files the project settings' `files` globs name, else the deploy files under
+    the project's deploy/ folder, else the bundled MiniCPM-o 4.5 turn profile (a line says so).
     A FILE may be '-' (stdin), a directory (its deploy files) or a quoted glob. Findings point at
     file:line:col. Exit 0 when no errors (and, with --strict, no warnings), 1 otherwise, 2 on
-    usage errors. Project settings (ignore, target-version, strict) come from the nearest
-    .omni-deploy.yaml or pyproject.toml [tool.omni-deploy] at or above the working directory.
+    usage errors. Settings (files, exclude, ignore, target-version, strict) come from the nearest
+    .omni-deploy.yaml or pyproject.toml [tool.omni-deploy] at or above the working directory,
+    then OMNI_DEPLOY_* variables, then the options.
     """
     from omni_deploy.cli_inputs import read_inputs
-    from omni_deploy.validate.context import Options
-    from omni_deploy.validate.report import REPORTERS
     from omni_deploy.validate.runner import validate_inputs
 
-    settings = _project_settings(ignore)
-    target = target_version or settings.target_version or default_target_version()
     inputs = read_inputs(files, stdin_filename)
     if skip_non_deploy:
         inputs = [i for i in inputs if _is_deploy_file(i)]
+    options = _options(
+        platforms, strict, ignore, target_version, vllm_omni_source, gpu_memory_gib, pipeline, model_config,
+        gpus_per_node, server_check, server_python, model,
+    )  # fmt: skip
+    reports = validate_inputs([(i.name, i.text) for i in inputs], options)
+    fixed_stdin = False
+    if fix or show_diff:
+        from omni_deploy.validate.fix_files import fix_files
+
+        outcome = fix_files(inputs, reports, options, write=not show_diff)
+        if show_diff:
+            return 1 if outcome.changed else 0
+        reports, inputs, fixed_stdin = outcome.reports, outcome.inputs, outcome.stdin_printed
+    _report(reports, inputs, fmt, quiet, statistics, to_stderr=fixed_stdin)
+    failed = any(not r.valid for r in reports)
+    return 1 if failed and not exit_zero else 0
+
+
+def _options(
+    platforms: tuple[str, ...],
+    strict: bool | None,
+    ignore: tuple[str, ...],
+    target_version: str | None,
+    vllm_omni_source: Path | None,
+    gpu_memory_gib: float | None,
+    pipeline: str | None,
+    model_config: Path | None,
+    gpus_per_node: int | None,
+    server_check: str = "auto",
+    server_python: str | None = None,
+    model: str | None = None,
+) -> Options:
+    """The checks' options: the settings resolved (project, environment, options), files read."""
+    from omni_deploy.cli_settings import resolve
+    from omni_deploy.validate.context import Options, model_shape_from_config
+
+    settings = resolve(target_version, strict, ignore)
     chosen = None if not platforms else (PLATFORMS if "all" in platforms else tuple(dict.fromkeys(platforms)))
-    strict = settings.strict if strict is None else strict
-    options = Options(
-        chosen, bool(strict), target, gpu_memory_gib, pipeline, _model_shape(model_config), gpus_per_node,
+    shape = None
+    if model_config is not None:
+        try:
+            shape = model_shape_from_config(model_config)
+        except (ValueError, KeyError, TypeError) as exc:
+            raise click.BadParameter(
+                f"cannot read the Talker's shape from it: {exc}", param_hint="--model-config"
+            ) from None
+    return Options(
+        chosen, settings.strict, settings.target_version, gpu_memory_gib, pipeline, shape, gpus_per_node,
         vllm_omni_source=vllm_omni_source, ignore=settings.ignore, server_check=server_check,
         server_python=server_python, model=model,
     )  # fmt: skip
-    reports = validate_inputs([(i.name, i.text) for i in inputs], options)
-    output = REPORTERS[fmt](reports)
-    if fmt == "text":
-        import sys
 
+
+def _report(
+    reports: list[FileReport], inputs: list[Input], fmt: str, quiet: bool, statistics: bool, to_stderr: bool
+) -> None:
+    """The reporter's document on stdout (on stderr when stdout carries fixed text)."""
+    import sys
+
+    from omni_deploy.validate.report import REPORTERS, TextOptions, concise, text
+
+    stream = sys.stderr if to_stderr else sys.stdout
+    if fmt in ("text", "concise"):
         from omni_deploy.output import color
+        from omni_deploy.output.tables import UNBOUNDED, width_for
 
-        if color.wanted(sys.stdout):
-            output = _colour_severities(output)
-    click.echo(output, color=fmt == "text" or None)
-    failed = any(not r.valid for r in reports)
-    return 1 if failed else 0
-
-
-def _model_shape(model_config: Path | None) -> ModelShape | None:
-    from omni_deploy.validate.context import model_shape_from_config
-
-    if model_config is None:
-        return None
-    try:
-        return model_shape_from_config(model_config)
-    except (ValueError, KeyError, TypeError) as exc:
-        raise click.BadParameter(
-            f"cannot read the Talker's shape from it: {exc}", param_hint="--model-config"
-        ) from None
-
-
-def _project_settings(ignore: tuple[str, ...]) -> ProjectSettings:
-    """The project settings found from the working directory, with --ignore's codes added."""
-    from dataclasses import replace
-
-    from omni_deploy.validate import project
-
-    settings = project.find(Path.cwd())
-    codes = set(settings.ignore)
-    for text in ignore:
-        try:
-            codes |= project.parse_codes(text)
-        except ValueError as exc:
-            raise click.BadParameter(str(exc), param_hint="--ignore") from None
-    target = settings.target_version
-    if target is not None:
-        try:
-            target = TargetVersionType().convert(target, None, None)
-        except click.BadParameter as exc:
-            raise click.UsageError(f"{settings.source}: target-version: {exc.message}") from None
-    return replace(settings, ignore=frozenset(codes), target_version=target)
+        width = width_for(stream)
+        options = TextOptions(
+            color=color.wanted(stream),
+            width=None if width >= UNBOUNDED else width,
+            quiet=quiet,
+            statistics=statistics,
+            sources={i.name: i.text for i in inputs if i.text is not None},
+        )
+        output = (text if fmt == "text" else concise)(reports, options)
+        if output:
+            click.echo(output, color=options.color, err=to_stderr)
+        return
+    click.echo(REPORTERS[fmt](reports), err=to_stderr)
 
 
 def _is_deploy_file(source: object) -> bool:
@@ -209,15 +260,3 @@ def _is_deploy_file(source: object) -> bool:
         return looks_like_deploy_file(Path(source.name).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError):
         return True  # unreadable: validate reports why
-
-
-def _colour_severities(text: str) -> str:
-    """`error[E201]` red, `warning[...]` yellow, `info[...]` blue: the word a reader scans for."""
-    import re
-
-    styles = {"error": "red", "warning": "yellow", "info": "blue"}
-    return re.sub(
-        r": (error|warning|info)\[",
-        lambda m: ": " + click.style(m.group(1), fg=styles[m.group(1)], bold=True) + "[",
-        text,
-    )

@@ -54,9 +54,13 @@ def serving_host(host: HostCaps, launching: bool) -> HostCaps:
 
 def check(request: ServeRequest) -> FileReport:
     """Validate the file for the one platform served (report.deployment is what the rest uses)."""
-    return validate_file(
-        request.file, Options(platforms=(request.platform,), target_version=request.target_version)
+    options = Options(
+        platforms=(request.platform,),
+        target_version=request.target_version,
+        strict=request.strict,
+        ignore=request.ignore,
     )
+    return validate_file(request.file, options)
 
 
 def prepare(

@@ -27,3 +27,5 @@ class ServeRequest:
     ready_timeout: float = defaults.READY_TIMEOUT_S
     stop_grace: float = defaults.STOP_GRACE_S
     fmt: str = "text"
+    ignore: frozenset[str] = frozenset()  # the project's settings, as validate applies them
+    strict: bool = False

@@ -21,7 +21,7 @@ from omni_deploy.inputs import Input
 from omni_deploy.validate.context import Options
 from omni_deploy.validate.findings import Finding
 from omni_deploy.validate.fixes import Edited, apply, unified_diff
-from omni_deploy.validate.runner import FileReport, validate_file
+from omni_deploy.validate.runner import FileReport, validate_file, validate_inputs
 
 _BOM = "\ufeff"
 
@@ -175,5 +175,5 @@ def fix_files(
         assert stdin.text is not None
         say_out(stdin.text)  # ruff and black do the same: the fixed text, fixed or not, on stdout
     # Files read one another (base_config): what each says now comes from a fresh run.
-    after = [validate_file(i.name, options, text=i.text) for i in updated] if plans else reports
+    after = validate_inputs([(i.name, i.text) for i in updated], options) if plans else reports
     return Outcome(after, updated, changed=bool(plans), stdin_printed=stdin is not None, notes=notes)

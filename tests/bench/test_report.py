@@ -115,7 +115,9 @@ def test_plot_ticks_title_and_labels() -> None:
         assert ax.get_xlabel() == "concurrency" and ax.get_ylabel() == "seconds of audio per second"
         assert fig.get_suptitle() == "main vs PR"
         titles = [a.get_title() for a in fig.axes]
-        assert titles[0] == "Audio-s/s (↑ higher is better)" and titles[1] == "TTFA p50 ms (↓ lower is better)"
+        assert (
+            titles[0] == "Audio-s/s (↑ higher is better)" and titles[1] == "TTFA p50 ms (↓ lower is better)"
+        )
         # One title per panel: none repeats its y label, and each says which way is better
         # (the last panel, audio seconds per round, is what was measured, not a score).
         assert all(a.get_title() != a.get_ylabel() for a in fig.axes)
@@ -160,7 +162,9 @@ def test_at_80_columns_tables_wrap_by_column_never_inside_a_number(
     import re
 
     monkeypatch.setenv("COLUMNS", "80")
-    out = run_cli(capsys, "bench", "report", str(DATA / "candidate"), "--baseline", str(DATA / "baseline")).out
+    out = run_cli(
+        capsys, "bench", "report", str(DATA / "candidate"), "--baseline", str(DATA / "baseline")
+    ).out
     assert max(len(line) for line in out.splitlines()) <= 80
     # Each block repeats the row's keys and holds whole cells: every row has its concurrency and
     # source on one line, and each number is whole ("16.500 (15.000-18.000)", not "(15.00" / "0-18").

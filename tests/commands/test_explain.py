@@ -11,6 +11,8 @@ from tests.support.cli import run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "tests" / "data" / "explain"
+# Without FILE, explain takes the bundled profile only outside a project (the checkout is one).
+pytestmark = pytest.mark.usefixtures("outside_project")
 
 
 def _backends(out: str) -> dict[str, str]:

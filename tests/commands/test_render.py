@@ -114,10 +114,13 @@ def test_show_origin_yaml_is_still_yaml(capsys: pytest.CaptureFixture[str]) -> N
     assert "turn-bench.yaml:" in line and "(platform:cuda)" in line
 
 
-def test_default_file_is_the_bundled_profile(capsys: pytest.CaptureFixture[str]) -> None:
+def test_default_file_outside_a_project_is_the_bundled_profile(
+    capsys: pytest.CaptureFixture[str], outside_project: Path
+) -> None:
     result = run_cli(capsys, "render")
     assert result.code == 0
     assert "minicpmo_4_5_turn.yaml" in result.out.splitlines()[0]
+    assert "using the bundled MiniCPM-o 4.5 turn profile" in result.err  # and it says so
 
 
 def test_bad_input_is_a_message_not_a_traceback(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -153,7 +156,7 @@ def test_render_does_not_touch_the_input(tmp_path: Path, capsys: pytest.CaptureF
         ["render", "--help"],
         ["render", "deploy/turn-bench.yaml"],
         ["validate", "deploy/turn-bench.yaml"],
-        ["explain", "--backend", "--probe"],
+        ["explain", "deploy/turn-bench.yaml", "--backend", "--probe"],
         ["serve", "--help"],
     ],
 )

@@ -23,7 +23,7 @@ def test_make_standin_says_it_is_a_standin_and_never_overwrites(
     assert "stand-in" in result.out and "56 BatchNormalization" in result.out
     before = out.read_bytes()
     again = run_cli(capsys, "spk", "make-standin", str(out))
-    assert again.code == 1 and "--force" in again.err
+    assert again.code == 2 and "--force" in again.err  # a usage error: OUT is taken
     assert out.read_bytes() == before
 
 

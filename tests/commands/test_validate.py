@@ -20,14 +20,25 @@ def test_text_output_points_at_file_line_col(
     monkeypatch.chdir(ROOT)
     # 0.28.0: a truly unknown stage key is passed on to vLLM, a warning only (0.30.0's typed config
     # refuses it: E315, config/omni_config.py:1324).
-    result = run_cli(capsys, "validate", str(NEG / "unknown_stage_key.yaml"), "--target-version", "0.28.0")
+    args = ["validate", str(NEG / "unknown_stage_key.yaml"), "--target-version", "0.28.0"]
+    result = run_cli(capsys, *args, "-o", "concise")
     assert result.code == 0
     first = result.out.splitlines()[0]
     # file:line:col of the file that set it; the path is in the merged config (stage 1 is its 2nd entry).
     assert first.startswith(
         "tests/data/validate/negative/unknown_stage_key.yaml:5:5: warning[W302] $.stages[1].my_custom_knob: "
     )
-    assert result.out.splitlines()[-1] == "ok: 0 error(s), 1 warning(s), 0 info in 1 file"
+    assert result.out.splitlines()[-1] == "ok: 1 file; 0 errors, 1 warning, 0 infos (W302 1)"
+    # The text for people: the file, the message first, then where (file:line:col and the path),
+    # the line itself with a caret under the key, and the summary with counts by code.
+    lines = run_cli(capsys, *args).out.splitlines()
+    assert lines[0] == "tests/data/validate/negative/unknown_stage_key.yaml: 1 warning"
+    assert lines[1].startswith("warning[W302]: 'my_custom_knob' is neither a vllm-omni stage field")
+    assert (
+        lines[2] == "  --> tests/data/validate/negative/unknown_stage_key.yaml:5:5 $.stages[1].my_custom_knob"
+    )
+    assert lines[3:6] == ["    |", "  5 |     my_custom_knob: 8", "    |     ^^^^^^^^^^^^^^"]
+    assert lines[-1] == "ok: 1 file; 0 errors, 1 warning, 0 infos (W302 1)"
 
 
 def test_typo_is_an_error_at_the_users_line(
@@ -36,10 +47,13 @@ def test_typo_is_an_error_at_the_users_line(
     base = (NEG.parent / "base_minicpmo.yaml").resolve()
     path = tmp_path / "overlay.yaml"
     path.write_text(f"base_config: {base}\nstages:\n  - stage_id: 1\n    max_num_seq: 8\n")
-    result = run_cli(capsys, "validate", str(path), "--target-version", "0.30.0")
+    result = run_cli(capsys, "validate", str(path), "--target-version", "0.30.0", "-o", "concise")
     assert result.code == 1
     assert f"{path}:4:5: error[E307] $.stages[1].max_num_seq: " in result.out
     assert "(did you mean 'max_num_seqs'?)" in result.out
+    framed = run_cli(capsys, "validate", str(path), "--target-version", "0.30.0").out
+    assert "    ^^^^^^^^^^^ did you mean 'max_num_seqs'?" in framed
+    assert "= fix: rename 'max_num_seq' to 'max_num_seqs' (with --fix)" in framed
 
 
 def test_json_output_shape_and_exit_code(capsys: pytest.CaptureFixture[str]) -> None:
@@ -49,7 +63,7 @@ def test_json_output_shape_and_exit_code(capsys: pytest.CaptureFixture[str]) -> 
     data = json.loads(result.out)
     assert [f["valid"] for f in data["files"]] == [False, True]
     finding = data["files"][0]["findings"][0]
-    assert set(finding) == {"severity", "code", "file", "line", "column", "path", "message", "hint"}
+    assert set(finding) == {"severity", "code", "file", "line", "column", "path", "message", "hint", "fix"}
     assert (finding["code"], finding["line"], finding["column"]) == ("E201", 6, 19)
 
 
@@ -81,12 +95,15 @@ def test_project_settings_from_the_working_directory_upwards(
     assert run_cli(capsys, "validate", path, "--target-version", "0.30.0", "--ignore", "W351").code == 0
     (inner / ".omni-deploy.yaml").write_text("strictt: true\n")
     bad = run_cli(capsys, "validate", path)
-    assert bad.code == 1 and "strictt" in (bad.out + bad.err) and "Traceback" not in bad.err
+    # A settings file is part of how the command is asked (exit 2, like a bad option), with a hint.
+    assert bad.code == 2 and "strictt" in bad.err and "did you mean 'strict'" in bad.err
+    assert "Traceback" not in bad.err
 
 
-def test_default_file_and_usage_errors(capsys: pytest.CaptureFixture[str]) -> None:
+def test_default_file_and_usage_errors(capsys: pytest.CaptureFixture[str], outside_project: Path) -> None:
     result = run_cli(capsys, "validate", "--target-version", "0.30.0")
-    assert result.code == 0 and result.out.splitlines()[-1].startswith("ok:")
+    assert result.code == 0 and result.out.splitlines()[-1].startswith("ok: 1 file;")
+    assert "no deploy files in deploy/ and no FILE given; using the bundled" in result.err
     assert run_cli(capsys, "validate", "--target-version", "banana").code == 2
     assert run_cli(capsys, "validate", "--platform", "tpu").code == 2
 

@@ -36,18 +36,18 @@ def test_stdin_filename_names_it_and_resolves_its_base(
 ) -> None:
     # turn-bench.yaml names its base relative to itself: without a name that base is not found.
     _stdin(monkeypatch, (DEPLOY / "turn-bench.yaml").read_text())
-    bare = run_cli(capsys, "validate", "-", "--target-version", "0.30.0")
+    bare = run_cli(capsys, "validate", "-", "--target-version", "0.30.0", "-o", "concise")
     assert bare.code == 1 and bare.out.startswith("<stdin>:") and "E110" in bare.out
     _stdin(monkeypatch, (DEPLOY / "turn-bench.yaml").read_text())
     named = run_cli(capsys, "validate", "-", "--stdin-filename", str(DEPLOY / "turn-bench.yaml"),
-                    "--target-version", "0.30.0")  # fmt: skip
+                    "--target-version", "0.30.0", "-o", "concise")  # fmt: skip
     # Named: the base resolves (the Talker KV note comes from it), and the W310s that turn-bench.yaml
     # silences on its lines stay silenced (issue 13: the comments of the text read from stdin count).
     assert named.code == 0 and "turn-bench.yaml:43:32: info[I364]" in named.out and "W310" not in named.out
     text = re.sub(r"\s*# omni-deploy: ignore\[W310\].*", "", (DEPLOY / "turn-bench.yaml").read_text())
     _stdin(monkeypatch, text)
     unsilenced = run_cli(capsys, "validate", "-", "--stdin-filename", str(DEPLOY / "turn-bench.yaml"),
-                         "--target-version", "0.30.0")  # fmt: skip
+                         "--target-version", "0.30.0", "-o", "concise")  # fmt: skip
     assert unsilenced.code == 0 and "turn-bench.yaml:17:7: warning[W310]" in unsilenced.out
 
 
@@ -61,7 +61,7 @@ def test_directory_and_glob(capsys: pytest.CaptureFixture[str], tmp_path: Path) 
     assert result.code == 1
     assert [Path(f["file"]).name for f in json.loads(result.out)["files"]] == ["bad.yaml", "good.yml"]
     glob = run_cli(capsys, "validate", str(folder / "*.yml"), "--target-version", "0.30.0")
-    assert glob.code == 0 and glob.out.splitlines()[-1].endswith("in 1 file")
+    assert glob.code == 0 and glob.out.splitlines()[-1].startswith("ok: 1 file;")
     empty = run_cli(capsys, "validate", str(tmp_path / "nothing-*.yaml"))
     assert empty.code == 2 and "no deploy files match" in empty.err
 

@@ -1,0 +1,215 @@
+"""The project a command runs in: its root, its settings file, and the deploy files that are its own.
+
+Found from the working directory upwards, as ruff and yamllint find theirs: the first folder with
+a `.omni-deploy.yaml`, or a `pyproject.toml` with a `[tool.omni-deploy]` table, is the project
+root; with neither, the working directory is.
+
+    # .omni-deploy.yaml                     # pyproject.toml
+    files: ["deploy/**/*.yaml"]             [tool.omni-deploy]
+    exclude: ["deploy/old/**"]              files = ["deploy/**/*.yaml"]
+    ignore: [W351, W340]                    ignore = ["W351"]
+    target-version: "0.30.0"                target-version = "0.30.0"
+    strict: true                            strict = true
+
+The project's deploy files, for a command given no FILE: those `files` matches (globs relative to
+the root), else the deploy files under `<root>/deploy/`, in both cases less those `exclude`
+matches; none: the caller falls back to the bundled profile and says so. How a setting combines
+with the environment and the options is cli_settings.py's business; this module only reads.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from omni_deploy.errors import UsageProblem
+
+PROJECT_FILE = ".omni-deploy.yaml"
+DEPLOY_DIR = "deploy"
+_CODE = re.compile(r"^[EWI]\d{3}$")
+KEYS = ("files", "exclude", "ignore", "target-version", "strict")
+
+
+class ProjectSettingsError(UsageProblem):
+    """The project settings file cannot be read or holds a bad value (a usage error: exit 2)."""
+
+
+@dataclass(frozen=True)
+class Project:
+    root: Path  # the settings file's folder, else the working directory
+    source: Path | None = None  # the settings file
+    files: tuple[str, ...] | None = None  # globs relative to root; None: not set
+    exclude: tuple[str, ...] = ()
+    ignore: frozenset[str] = frozenset()
+    target_version: str | None = None
+    strict: bool | None = None
+
+    def excluded(self, path: Path) -> bool:
+        """Whether `exclude` leaves this file out (a pattern matches it or a folder above it)."""
+        if not self.exclude:
+            return False
+        try:
+            relative = Path(os.path.abspath(path)).relative_to(Path(os.path.abspath(self.root)))
+        except ValueError:
+            return False  # outside the project: its patterns do not speak of it
+        parts = relative.as_posix().split("/")
+        prefixes = ["/".join(parts[: i + 1]) for i in range(len(parts))]
+        return any(_pattern(p).match(prefix) for p in self.exclude for prefix in prefixes)
+
+    def deploy_files(self) -> list[Path]:
+        """The project's own deploy files (see the module docstring), sorted; may be empty."""
+        from omni_deploy.inputs import deploy_files_below, deploy_files_in
+
+        if self.files is not None:
+            found: dict[Path, None] = {}
+            for pattern in self.files:
+                for path in _glob(self.root, pattern):
+                    found.setdefault(path)
+            return [p for p in deploy_files_in(sorted(found)) if not self.excluded(p)]
+        folder = self.root / DEPLOY_DIR
+        if not folder.is_dir():
+            return []
+        return [p for p in deploy_files_below(folder) if not self.excluded(p)]
+
+    def describe_search(self) -> str:
+        """Where deploy_files looked, for the line that says it found nothing."""
+        if self.files is not None and self.source is not None:
+            return f"no deploy file matches `files` of {_shown(self.source)}"
+        return f"no deploy files in {_shown(self.root / DEPLOY_DIR)}/"
+
+
+def _shown(path: Path | None) -> str:
+    from omni_deploy.config.yaml_loader import display_path
+
+    return display_path(path) if path is not None else ""
+
+
+def _glob(root: Path, pattern: str) -> list[Path]:
+    import glob
+
+    matches = glob.glob(os.path.join(glob.escape(str(root)), pattern), recursive=True)
+    return [Path(m) for m in matches if os.path.isfile(m)]
+
+
+@cache
+def _pattern(glob_pattern: str) -> re.Pattern[str]:
+    """A glob over `/`-separated relative paths: `**` spans folders, `*` and `?` stay in one."""
+    out, i = [], 0
+    text = glob_pattern.strip("/")
+    while i < len(text):
+        if text.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif text.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif text[i] == "*":
+            out.append("[^/]*")
+            i += 1
+        elif text[i] == "?":
+            out.append("[^/]")
+            i += 1
+        elif text[i] == "[" and "]" in text[i + 1 :]:
+            end = text.index("]", i + 1)
+            body = text[i + 1 : end]
+            out.append("[" + ("^" + body[1:] if body.startswith("!") else body) + "]")
+            i = end + 1
+        else:
+            out.append(re.escape(text[i]))
+            i += 1
+    return re.compile("".join(out) + r"\Z")
+
+
+def find(start: Path) -> Project:
+    """The project of the nearest folder at or above `start` that has settings (none: `start`)."""
+    here = start.resolve()
+    for folder in (here, *here.parents):
+        own = folder / PROJECT_FILE
+        if own.is_file():
+            return _settings(folder, own, _yaml_table(own))
+        pyproject = folder / "pyproject.toml"
+        if pyproject.is_file():
+            table = _toml_table(pyproject)
+            if table is not None:
+                return _settings(folder, pyproject, table)
+    return Project(here)
+
+
+def _yaml_table(path: Path) -> dict[str, Any]:
+    import yaml
+
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise ProjectSettingsError(f"cannot read the project settings {path}: {exc}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ProjectSettingsError(f"{path}: the project settings must be a mapping")
+    return data
+
+
+def _toml_table(path: Path) -> dict[str, Any] | None:
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10
+        import tomli as tomllib
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise ProjectSettingsError(f"cannot read {path}: {exc}") from None
+    table = data.get("tool", {}).get("omni-deploy")
+    if table is not None and not isinstance(table, dict):
+        raise ProjectSettingsError(f"{path}: [tool.omni-deploy] must be a table")
+    return table
+
+
+def _globs(path: Path, table: dict[str, Any], key: str) -> tuple[str, ...] | None:
+    value = table.get(key)
+    if value is None:
+        return None
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not value or not all(isinstance(g, str) and g.strip() for g in value):
+        raise ProjectSettingsError(f'{path}: {key} must be a list of globs such as "deploy/**/*.yaml"')
+    if any(Path(g).is_absolute() or ".." in Path(g).parts for g in value):
+        raise ProjectSettingsError(f"{path}: {key}: globs are relative to the project root, inside it")
+    return tuple(value)
+
+
+def _settings(root: Path, path: Path, table: dict[str, Any]) -> Project:
+    unknown = sorted(set(map(str, table)) - set(KEYS))
+    if unknown:
+        from omni_deploy.cli_params import did_you_mean
+
+        hint = did_you_mean(unknown[0], KEYS) if len(unknown) == 1 else ""
+        raise ProjectSettingsError(
+            f"{path}: unknown omni-deploy setting(s) {', '.join(unknown)}{hint} (known: {', '.join(KEYS)})"
+        )
+    ignore = table.get("ignore", [])
+    if isinstance(ignore, str):
+        ignore = [c.strip() for c in ignore.split(",") if c.strip()]
+    if not isinstance(ignore, list) or not all(isinstance(c, str) and _CODE.match(c) for c in ignore):
+        raise ProjectSettingsError(f"{path}: ignore must be a list of finding codes such as W351")
+    target = table.get("target-version")
+    if target is not None and not isinstance(target, str):
+        raise ProjectSettingsError(f'{path}: target-version must be a string such as "0.30.0"')
+    strict = table.get("strict")
+    if strict is not None and not isinstance(strict, bool):
+        raise ProjectSettingsError(f"{path}: strict must be true or false")
+    files = _globs(path, table, "files")
+    exclude = _globs(path, table, "exclude") or ()
+    return Project(root, path, files, exclude, frozenset(ignore), target, strict)
+
+
+def parse_codes(text: str) -> frozenset[str]:
+    """`W351,E350` -> the codes (ValueError for anything that is not a code)."""
+    codes = [c.strip().upper() for c in text.split(",") if c.strip()]
+    bad = [c for c in codes if not _CODE.match(c)]
+    if bad:
+        raise ValueError(f"not a finding code: {', '.join(bad)}")
+    return frozenset(codes)
