@@ -55,7 +55,7 @@ def _start_server(env: dict[str, str], port: int, tmp_path: Path) -> subprocess.
 
 def _ab_args(tmp_path: Path) -> list[str]:
     """`bench ab` comparing the CPU and CUDA speaker paths on turn-bench.yaml."""
-    return ["bench", "ab", str(ROOT / "deploy" / "turn-bench.yaml"), "--model", "crossref-test",
+    return ["bench", "ab", str(ROOT / "deploy" / "turn-bench.yaml"), "--served-model-name", "crossref-test",
             "--a", "spk-backend=cpu-onnxruntime", "--b", "spk-backend=cuda-torch",
             "--dataset-path", str(tmp_path / "inputs")]  # fmt: skip
 
@@ -79,7 +79,7 @@ def test_dry_run_prints_the_whole_sweep(tmp_path: Path) -> None:
         "run",
         "--base-url",
         "http://127.0.0.1:9",
-        "--model",
+        "--served-model-name",
         "crossref-test",
         "--dataset-path",
         str(tmp_path / "inputs"),
@@ -125,7 +125,7 @@ def test_run_then_report_against_stand_ins(tmp_path: Path) -> None:
             "run",
             "--base-url",
             f"http://127.0.0.1:{port}",
-            "--model",
+            "--served-model-name",
             "crossref-test",
             "--dataset-path",
             str(tmp_path / "inputs"),
@@ -201,7 +201,7 @@ def test_ab_end_to_end(tmp_path: Path) -> None:
         str(free_port()),
         "--result-dir",
         str(tmp_path / "ab"),
-        "--model-path",
+        "--model",
         "openbmb/MiniCPM-o-4_5",
         timeout=300,
     )
@@ -231,7 +231,7 @@ def test_ctrl_c_keeps_finished_rounds(tmp_path: Path) -> None:
     hanging = tmp_path / "round-c2-started"
     bench = subprocess.Popen(
         [sys.executable, "-c", _WITH_CTRL_C, "bench", "run", "--base-url", f"http://127.0.0.1:{port}",
-         "--model", "crossref-test", "--dataset-path", str(tmp_path / "inputs"),
+         "--served-model-name", "crossref-test", "--dataset-path", str(tmp_path / "inputs"),
          "--concurrency", "1,2,4", "--discard", "0", "--rounds", "1",
          "--result-dir", str(tmp_path / "results"), "--ready-timeout", "60"],
         # The round at concurrency 2 waits until it is interrupted: no sleep has to be long enough.
@@ -260,7 +260,14 @@ def test_ctrl_c_keeps_finished_rounds(tmp_path: Path) -> None:
 
 def test_json_dry_runs(tmp_path: Path) -> None:
     (tmp_path / "inputs").mkdir()
-    common = ["--model", "crossref-test", "--dataset-path", str(tmp_path / "inputs"), "--concurrency", "1,4"]
+    common = [
+        "--served-model-name",
+        "crossref-test",
+        "--dataset-path",
+        str(tmp_path / "inputs"),
+        "--concurrency",
+        "1,4",
+    ]
     env = _env(tmp_path)
     run = _cli(env, "bench", "run", "--base-url", "http://127.0.0.1:9", *common, "--dry-run", "-o", "json")
     data = json.loads(run.stdout)
@@ -274,3 +281,21 @@ def test_json_dry_runs(tmp_path: Path) -> None:
     plan = json.loads(ab.stdout)
     assert_shape(plan, "bench-run")
     assert [(s["source"], s["start"]) for s in plan["steps"][::3]] == [("a", 1), ("b", 2), ("a", 3), ("b", 4)]
+
+
+def test_model_means_the_model_as_in_serve_and_k8s(tmp_path: Path) -> None:
+    (tmp_path / "inputs").mkdir()
+    env, inputs = _env(tmp_path), ["--dataset-path", str(tmp_path / "inputs"), "--concurrency", "1"]
+    base = ["bench", "run", "--base-url", "http://127.0.0.1:9", "--dry-run", *inputs]
+    alone = _cli(env, *base, "--model", "/models/x")
+    assert alone.returncode == 0 and "--model /models/x --tokenizer /models/x" in alone.stdout
+    named = _cli(env, *base, "--model", "/models/x", "--served-model-name", "voice")
+    assert "--model voice --tokenizer /models/x" in named.stdout  # requests carry the served name
+    ab = _cli(env, "bench", "ab", str(ROOT / "deploy" / "turn-bench.yaml"), "--model", "/models/x",
+              "--served-model-name", "voice", "--a", "spk-backend=cpu-onnxruntime", "--b", "spk-backend=cuda-torch",
+              "--dry-run", *inputs)  # fmt: skip
+    server = next(line for line in ab.stdout.splitlines() if line.strip().startswith("server:"))
+    assert "--model /models/x" in server and "--served-model-name voice" in server
+    renamed = _cli(env, "bench", "ab", str(ROOT / "deploy" / "turn-bench.yaml"), "--model-path", "/models/x",
+                   "--a", "a=b", "--b", "c=d", *inputs)  # fmt: skip
+    assert renamed.returncode == 2 and "--model-path is now --model" in renamed.stderr

@@ -125,7 +125,7 @@ def test_bench_ab_refuses_a_port_someone_else_serves(foreign_server, serve_env, 
     inputs.mkdir()
     done = subprocess.run(
         [sys.executable, "-m", "omni_deploy", "bench", "ab", BENCH, "--a", "spk-backend=cpu-onnxruntime",
-         "--b", "spk-backend=cuda-torch", "--port", str(port), "--model", "crossref-test", "--dataset-path", str(inputs),
+         "--b", "spk-backend=cuda-torch", "--port", str(port), "--served-model-name", "crossref-test", "--dataset-path", str(inputs),
          "--result-dir", str(tmp_path / "results"), "--ready-timeout", "30"],
         env=serve_env, cwd=ROOT, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
