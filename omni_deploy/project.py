@@ -32,6 +32,9 @@ PROJECT_FILE = ".omni-deploy.yaml"
 DEPLOY_DIR = "deploy"
 _CODE = re.compile(r"^[EWI]\d{3}$")
 KEYS = ("files", "exclude", "ignore", "target-version", "strict")
+# Every spelling of the table's key ([tool.omni-deploy], [tool."omni-deploy"], tool.omni-deploy.x =,
+# omni-deploy = {...} under [tool]) matches; a dependency on omni-deploy may too, costing a parse.
+_MAY_HAVE_TABLE = re.compile(r"omni-deploy['\"]?\s*[].=]")
 
 
 class ProjectSettingsError(UsageProblem):
@@ -155,11 +158,17 @@ def _yaml_table(path: Path) -> dict[str, Any]:
 
 def _toml_table(path: Path) -> dict[str, Any] | None:
     try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ProjectSettingsError(f"cannot read {path}: {exc}") from None
+    if not _MAY_HAVE_TABLE.search(text):
+        return None  # no such table, however it is spelt: not worth a TOML parser's start-up
+    try:
         import tomllib
     except ImportError:  # Python 3.10
         import tomli as tomllib
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        data = tomllib.loads(text)
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise ProjectSettingsError(f"cannot read {path}: {exc}") from None
     table = data.get("tool", {}).get("omni-deploy")

@@ -131,3 +131,16 @@ def test_pyproject_table_gives_files_too(tmp_path: Path) -> None:
     found = project.find(tmp_path)
     assert found.source == tmp_path / "pyproject.toml"
     assert [p.name for p in found.deploy_files()] == ["x.yaml"]
+
+
+@pytest.mark.parametrize(
+    "table",
+    ['[tool.omni-deploy]\nstrict = true\n', '[tool."omni-deploy"]\nstrict = true\n',
+     "tool.omni-deploy.strict = true\n", '[tool]\nomni-deploy = {strict = true}\n'],
+)  # fmt: skip
+def test_every_spelling_of_the_pyproject_table_is_read(tmp_path: Path, table: str) -> None:
+    # A pyproject.toml without the table is not parsed at all (start-up); none of these is missed.
+    (tmp_path / "pyproject.toml").write_text(
+        table + '[project]\nname = "x"\ndependencies = ["omni-deploy"]\n'
+    )
+    assert project.find(tmp_path).strict is True

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import io
 import os
-import shutil
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -34,10 +33,16 @@ def width_for(stream: TextIO) -> int:
         tty = stream.isatty()
     except (AttributeError, ValueError):
         tty = False
-    if tty:
-        return shutil.get_terminal_size().columns
     columns = os.environ.get("COLUMNS", "")
-    return int(columns) if columns.isdigit() and int(columns) > 0 else UNBOUNDED
+    if columns.isdigit() and int(columns) > 0:
+        return int(columns)  # as shutil.get_terminal_size reads it, without importing shutil
+    if tty:
+        try:
+            size = os.get_terminal_size(stream.fileno()).columns
+        except (OSError, ValueError, AttributeError):
+            size = 0
+        return size if size > 0 else 80  # a terminal that does not say: 80, as shutil assumes
+    return UNBOUNDED
 
 
 def _cell(value: Any) -> str:

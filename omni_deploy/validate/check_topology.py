@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import re
 
 from omni_deploy import codes, jsonpath
@@ -410,6 +409,8 @@ def _undefined(
     ctx: Context, value: object, names: list[str], defined_at: str, origin: Origin, path: str
 ) -> Finding:
     """E330: a wired connector name the file does not define (with "did you mean")."""
+    import difflib  # only for a connector name that is wrong: start-up stays light
+
     close = difflib.get_close_matches(str(value), names, n=1)
     if close:
         hint = f"did you mean '{close[0]}'?"

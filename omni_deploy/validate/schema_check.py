@@ -22,26 +22,15 @@ def _not_finite(instance: Any) -> bool:
 
 @cache
 def _validator(definition: str | None = None) -> Any:
-    from jsonschema import Draft202012Validator, ValidationError, validators
-
+    """The evaluator of the generated schema (or of one of its definitions); NaN and infinity are
+    refused as numbers there, before bounds that cannot see them (validate/schema_eval.py)."""
     from omni_deploy.knowledge.schema import build_schema
+    from omni_deploy.validate.schema_eval import Evaluator
 
-    plain_type = Draft202012Validator.VALIDATORS["type"]
-
-    def finite_type(validator: Any, types: Any, instance: Any, schema: Any) -> Any:
-        # NaN compares false with every bound and infinity passes a lone minimum: a number field
-        # holding either is refused here, before bounds that cannot see it.
-        kinds = types if isinstance(types, list) else [types]
-        if _not_finite(instance) and ("number" in kinds or "integer" in kinds):
-            yield ValidationError(f"{instance!r} is not a finite number")
-            return
-        yield from plain_type(validator, types, instance, schema)
-
-    strict = validators.extend(Draft202012Validator, {"type": finite_type})
     schema = build_schema()
     if definition is not None:
         schema = {**schema["$defs"][definition], "$defs": schema["$defs"]}
-    return strict(schema)
+    return Evaluator(schema)
 
 
 @emits(codes.E201)
