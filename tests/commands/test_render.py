@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -170,4 +171,23 @@ def test_light_commands_import_no_heavy_module(args: list[str]) -> None:
         "sys.exit(code)\n"
     )
     done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+
+
+def test_validate_starts_without_its_slow_imports(tmp_path: Path) -> None:
+    # What start-up work (benchmarks/cli_startup.py) took out: the schema is evaluated without
+    # jsonschema, versions are read without importlib.metadata, and nothing draws tables.
+    probe = (
+        "import sys\n"
+        "from omni_deploy.cli import main\n"
+        f"code = main(['validate', {str(ROOT / 'deploy' / 'turn-bench.yaml')!r}])\n"
+        "slow = [m for m in ('jsonschema', 'importlib.metadata', 'tomllib', 'rich', 'difflib', 'shutil')"
+        " if m in sys.modules]\n"
+        "assert not slow, slow\n"
+        "sys.exit(code)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run(
+        [sys.executable, "-c", probe], cwd=tmp_path, env=env, capture_output=True, text=True
+    )
     assert done.returncode == 0, done.stderr
