@@ -29,15 +29,10 @@ def did_you_mean(word: str, choices: list[str] | tuple[str, ...]) -> str:
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 
-class PlatformType(click.ParamType):
-    """A platform name, case-insensitive, plus the special words this command takes."""
+class _Words(click.ParamType):
+    """A value from a few words, any case, completed by the shell from them."""
 
-    name = "platform"
-
-    def __init__(self, *special: str) -> None:
-        unknown = set(special) - set(SPECIAL_PLATFORMS)
-        assert not unknown, unknown
-        self.choices: tuple[str, ...] = (*special, *PLATFORMS)
+    choices: tuple[str, ...] = ()
 
     def get_metavar(self, param: click.Parameter, ctx: click.Context | None = None) -> str:
         return "[" + "|".join(self.choices) + "]"
@@ -48,6 +43,17 @@ class PlatformType(click.ParamType):
         from click.shell_completion import CompletionItem
 
         return [CompletionItem(c) for c in self.choices if c.startswith(incomplete.lower())]
+
+
+class PlatformType(_Words):
+    """A platform name, case-insensitive, plus the special words this command takes."""
+
+    name = "platform"
+
+    def __init__(self, *special: str) -> None:
+        unknown = set(special) - set(SPECIAL_PLATFORMS)
+        assert not unknown, unknown
+        self.choices = (*special, *PLATFORMS)
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
         text = str(value).strip().lower()
@@ -157,7 +163,9 @@ def backend_choice(name: str) -> Backend | None:
     if name == "auto":
         return None
     raise ValueError(f"unknown speaker backend {name!r}; one of auto, {', '.join(BACKENDS)}")
-class DeviceType(click.ParamType):
+
+
+class DeviceType(_Words):
     """A torch device for the speaker tools: auto, cpu, cuda or cuda:N (checked before torch loads)."""
 
     name = "device"
@@ -165,13 +173,6 @@ class DeviceType(click.ParamType):
 
     def get_metavar(self, param: click.Parameter, ctx: click.Context | None = None) -> str:
         return "[auto|cpu|cuda|cuda:N]"
-
-    def shell_complete(
-        self, ctx: click.Context, param: click.Parameter, incomplete: str
-    ) -> list[click.shell_completion.CompletionItem]:
-        from click.shell_completion import CompletionItem
-
-        return [CompletionItem(c) for c in self.choices if c.startswith(incomplete.lower())]
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
         text = str(value).strip().lower()

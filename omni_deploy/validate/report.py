@@ -145,7 +145,7 @@ def _by_code(findings: list[Finding]) -> str:
 
 def summary(reports: list[FileReport]) -> str:
     """The last line: `ok:` or `invalid:`, files, counts by severity and by code."""
-    findings = [f for r in reports for f in r.findings]
+    findings = list(dict.fromkeys(f for r in reports for f in r.findings))  # as shown: each once
     files = len(reports)
     invalid = sum(1 for r in reports if not r.valid)
     status = (

@@ -176,7 +176,8 @@ def test_stdout_on_a_full_disk_is_a_message(tmp_path: Path) -> None:
     root = Path(__file__).resolve().parents[2]
     with open("/dev/full", "w") as full:
         done = subprocess.run(
-            [sys.executable, "-m", "omni_deploy", "render"], stdout=full, stderr=subprocess.PIPE,
+            [sys.executable, "-m", "omni_deploy", "render", "deploy/turn-bench.yaml"], stdout=full,
+            stderr=subprocess.PIPE,
             text=True, cwd=root, timeout=60, env={**os.environ, "PYTHONPATH": str(root)},
         )  # fmt: skip
     assert done.returncode == 1, done.stderr

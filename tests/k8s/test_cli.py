@@ -76,7 +76,7 @@ def test_unequal_workers(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> 
         "  - stage_id: 2\n    devices: '4'\n    input_connectors: {from_stage_1: talker_to_code2wav}\n"
     )
     refused = run_cli(capsys, "k8s", str(three), "--model", "m/x", "--gpus-per-node", "2")
-    assert refused.code == 1 and "--workload statefulset" in refused.err and refused.out == ""
+    assert refused.code == 2 and "--workload statefulset" in refused.err and refused.out == ""
     done = run_cli(capsys, "k8s", str(three), "--model", "m/x", "--gpus-per-node", "2",
                    "--workload", "statefulset", "-o", "json")  # fmt: skip
     assert done.code == 0, done.err

@@ -159,7 +159,7 @@ def test_npu_profile_refused() -> None:
     done = run(
         "k8s", str(upstream.deploy_dir() / "moss_tts_local_2npu.yaml"), "--model", "m/x", "--platform", "npu"
     )
-    assert done.returncode == 1 and done.stdout == ""
+    assert done.returncode == 2 and done.stdout == ""  # a usage error: k8s renders NVIDIA pods only
     assert "nvidia.com/gpu" in done.stderr and "Traceback" not in done.stderr
 
 

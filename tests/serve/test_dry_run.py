@@ -84,7 +84,7 @@ def test_passthrough_without_file(tmp_path: Path) -> None:
     assert argv[-3:] == ["--seed", "9000", "--trust-remote-code"]
     # The example: --port after -- is no longer taken for FILE; serve says to use its own option.
     port = _bare_dry(tmp_path, "--dry-run", "--", "--port", "9000")
-    assert port.returncode == 1 and "no such file" not in port.stderr and "use its own option" in port.stderr
+    assert port.returncode == 2 and "no such file" not in port.stderr and "use its own option" in port.stderr
     assert argv[argv.index("--deploy-config") + 1].endswith("deploy.yaml")  # the bundled default file
     with_file = _bare_dry(
         tmp_path, str(ROOT / "deploy" / "turn-bench.yaml"), "--dry-run", "-o", "json", "--", "--enforce-eager"

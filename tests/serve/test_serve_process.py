@@ -235,10 +235,10 @@ def test_headless_needs_a_master_address(serve_env: dict[str, str], tmp_path: Pa
         "--stage-id",
         "1",
     )
-    assert done.returncode == 1 and "--omni-master-address" in done.stderr
+    assert done.returncode == 2 and "--omni-master-address" in done.stderr  # a usage error
     done = _run(serve_env, BENCH, "--dry-run", "--run-dir", str(tmp_path / "run2"), "--", "--headless",
                 "--stage-id", "5", "--omni-master-address", "10.0.0.1")  # fmt: skip
-    assert done.returncode == 1 and "--stage-id 5" in done.stderr
+    assert done.returncode == 2 and "--stage-id 5" in done.stderr
 
 
 def test_run_dir_is_never_reused(serve_env: dict[str, str], tmp_path: Path) -> None:
@@ -246,7 +246,7 @@ def test_run_dir_is_never_reused(serve_env: dict[str, str], tmp_path: Path) -> N
     run.mkdir()
     (run / "notes.txt").write_text("mine")
     done = _run(serve_env, BENCH, "--dry-run", "--run-dir", str(run))
-    assert done.returncode == 1 and "never overwritten" in done.stderr
+    assert done.returncode == 2 and "never overwritten" in done.stderr  # --run-dir is taken: usage
     assert (run / "notes.txt").read_text() == "mine" and sorted(p.name for p in run.iterdir()) == [
         "notes.txt"
     ]
