@@ -16,7 +16,8 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "omni_deploy"
 # (layer, parts): a part may import its own group and lower layers; groups on one layer stay apart.
 GROUPS: list[tuple[int, tuple[str, ...]]] = [
-    (10, ("commands", "cli", "cli_inputs", "cli_params", "cli_reference", "inputs", "__main__")),
+    (10, ("commands", "cli", "cli_inputs", "cli_params", "cli_reference", "cli_settings", "cli_fix", "inputs",
+          "project", "__main__")),
     (9, ("bench",)),
     (8, ("serve",)), (8, ("k8s",)), (8, ("explain",)),
     (7, ("launch",)),

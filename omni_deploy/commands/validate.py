@@ -175,7 +175,7 @@ def validate(
     reports = validate_inputs([(i.name, i.text) for i in inputs], options)
     fixed_stdin = False
     if fix or show_diff:
-        from omni_deploy.validate.fix_files import fix_files
+        from omni_deploy.cli_fix import fix_files
 
         outcome = fix_files(inputs, reports, options, write=not show_diff)
         if show_diff:

@@ -1,4 +1,4 @@
-"""`validate --fix` and `--diff` in a temporary project: each promise of validate/fix_files.py."""
+"""`validate --fix` and `--diff` in a temporary project: each promise of omni_deploy/cli_fix.py."""
 
 from __future__ import annotations
 
@@ -177,7 +177,7 @@ def test_a_fixed_text_that_does_not_validate_is_not_written(tmp_path: Path) -> N
     from omni_deploy.inputs import Input
     from omni_deploy.validate.context import Options
     from omni_deploy.validate.findings import Finding, Fix
-    from omni_deploy.validate.fix_files import fix_files
+    from omni_deploy.cli_fix import fix_files
     from omni_deploy.validate.runner import FileReport, validate_file
 
     path = tmp_path / "mine.yaml"
