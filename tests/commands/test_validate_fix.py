@@ -174,10 +174,10 @@ def test_a_rename_that_would_duplicate_a_key_is_not_offered(
 
 def test_a_fixed_text_that_does_not_validate_is_not_written(tmp_path: Path) -> None:
     # A fix whose result no longer loads (made by hand: the checks make none such) is refused.
+    from omni_deploy.cli_fix import fix_files
     from omni_deploy.inputs import Input
     from omni_deploy.validate.context import Options
     from omni_deploy.validate.findings import Finding, Fix
-    from omni_deploy.cli_fix import fix_files
     from omni_deploy.validate.runner import FileReport, validate_file
 
     path = tmp_path / "mine.yaml"
