@@ -115,7 +115,9 @@ def test_option_help_is_specific(capsys: pytest.CaptureFixture[str]) -> None:
                 generic.append(f"{' '.join(path)} {param.opts[-1]}")
     assert not generic, generic
     k8s = run_cli(capsys, "k8s", "--help").out
-    assert "[default:ghcr.io/omni-deploy/omni-deploy:latest]" in "".join(k8s.split())  # wrapped anywhere
+    from omni_deploy.k8s.options import DEFAULT_IMAGE
+
+    assert f"[default:{DEFAULT_IMAGE}]" in "".join(k8s.split())  # wrapped anywhere
     report = " ".join(run_cli(capsys, "bench", "report", "--help").out.split())
     assert "--plot FILE" in report and "OUT" not in report
     parity = " ".join(run_cli(capsys, "spk", "parity", "--help").out.split())

@@ -16,10 +16,11 @@ NEWER = ROOT / "tests" / "data" / "validate" / "negative" / "newer_version_key.y
 
 @pytest.fixture
 def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A project whose settings say 0.20.0, worked in from a folder below its root."""
+    """A project whose settings say 0.26.0 (older than the default, and a release that serves the
+    bundled pipeline), worked in from a folder below its root."""
     for name in ("OMNI_DEPLOY_TARGET_VERSION", "OMNI_DEPLOY_STRICT", "OMNI_DEPLOY_IGNORE"):
         monkeypatch.delenv(name, raising=False)
-    (tmp_path / ".omni-deploy.yaml").write_text('target-version: "0.20.0"\n')
+    (tmp_path / ".omni-deploy.yaml").write_text('target-version: "0.26.0"\n')
     inner = tmp_path / "ops"
     inner.mkdir()
     monkeypatch.chdir(inner)
@@ -50,11 +51,11 @@ def test_the_project_target_version_applies_to_every_command(
     capsys: pytest.CaptureFixture[str], project: Path
 ) -> None:
     # Before: validate read it, explain and k8s went on with 0.30.0.
-    assert _explain_target(capsys) == "0.20.0"
-    assert _k8s_target(capsys) == "0.20.0"
+    assert _explain_target(capsys) == "0.26.0"
+    assert _k8s_target(capsys) == "0.26.0"
     assert _serve_warns_of_an_unread_key(capsys)
     validated = run_cli(capsys, "validate", str(NEWER), "-o", "json")
-    assert "W310" in validated.out  # 0.20.0 does not read ref_audio_max_seconds
+    assert "W310" in validated.out  # 0.26.0 does not read ref_audio_max_seconds
 
 
 def test_environment_over_project_and_option_over_both(
@@ -63,7 +64,7 @@ def test_environment_over_project_and_option_over_both(
     monkeypatch.setenv("OMNI_DEPLOY_TARGET_VERSION", "0.28.0")
     assert _explain_target(capsys) == "0.28.0"
     assert _k8s_target(capsys) == "0.28.0"
-    assert _explain_target(capsys, "--target-version", "0.26.0") == "0.26.0"
+    assert _explain_target(capsys, "--target-version", "0.22.0") == "0.22.0"
     monkeypatch.setenv("OMNI_DEPLOY_TARGET_VERSION", "0.30.0")  # reads the key: no W310
     assert not _serve_warns_of_an_unread_key(capsys)
 

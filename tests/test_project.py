@@ -34,7 +34,7 @@ def test_validate_without_file_checks_the_projects_deploy_files(
     # The operator's case: deploy/mine.yaml has an error; before, a bare `validate` printed "ok".
     result = run_cli(capsys, "validate", "--target-version", "0.30.0")
     assert result.code == 1
-    assert result.out.splitlines()[0] == "deploy/mine.yaml: 1 error"
+    assert result.out.splitlines()[0] == "deploy/mine.yaml: 2 errors"  # E307, and E315 at 0.30.0
     assert result.out.splitlines()[-2].startswith("invalid: 1 of 1 file;")  # the workflow is skipped
     assert "bundled" not in result.err
 

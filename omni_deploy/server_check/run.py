@@ -12,14 +12,14 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import signal
-import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import subprocess
 
 CHILD = Path(__file__).with_name("child.py")
 AUTO, ON, OFF = "auto", "on", "off"
@@ -93,6 +93,8 @@ def interpreter_version(python: str, timeout_s: float = 30.0) -> tuple[str | Non
 
         version = installed_version("vllm-omni")
         return (version, None) if version else (None, f"vllm-omni is not installed for {python}")
+    import subprocess  # here: validate's start-up is timed (benchmarks/cli_startup.py)
+
     probe = (
         "import importlib.metadata as m\n"
         "try:\n print(m.version('vllm-omni'))\n"
@@ -134,6 +136,9 @@ def run_child(
     python: str, jobs: list[Job], timeout_s: float, memory_gib: float
 ) -> tuple[list[dict[str, Any]], str, int | None, bool]:
     """(records, stderr tail, exit code, timed out) of one child over `jobs`."""
+    import subprocess
+    import tempfile
+
     request = {
         "jobs": [
             {"id": i, "file": str(job.file), "platforms": list(job.platforms), "pipeline": job.pipeline,
@@ -184,6 +189,9 @@ def run_child(
 
 def _stop(process: subprocess.Popen[bytes]) -> None:
     """Stop the child and anything it started (its own session)."""
+    import signal
+    import subprocess
+
     for sig in (signal.SIGTERM, signal.SIGKILL):
         try:
             os.killpg(process.pid, sig)
@@ -198,9 +206,9 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
 
 def _resolve(python: str) -> str:
     """An absolute path (the child runs in another folder); a bare name is looked up on PATH."""
-    import shutil
-
     if os.sep not in python:
+        import shutil
+
         return shutil.which(python) or python
     return os.path.abspath(python)
 

@@ -62,7 +62,9 @@ def test_statistics_count_each_code_and_mark_the_fixable(capsys: pytest.CaptureF
     lines = result.out.splitlines()
     assert lines[0].split()[:3] == ["9", "E307", "[*]"] and "typo" in lines[0]
     assert lines[1].split()[:3] == ["2", "E201", "[*]"]
-    assert lines[2].split()[:2] == ["1", "E380"] and "[*]" not in lines[2]
+    rows = {line.split()[1]: line for line in lines if line[:5].strip().isdigit()}
+    assert rows["E380"].split()[0] == "1" and "[*]" not in rows["E380"]  # no one right answer
+    assert rows["E315"].split()[0] == "2" and "[*]" not in rows["E315"]  # (0.30.0's typed config)
     assert lines[-2].startswith("invalid: 2 of 2 files;")
     assert lines[-1] == "[*] 8 fixable with `validate --fix` (`--diff` shows the change)."
     assert result.code == 1 and "-->" not in result.out  # the counts instead of the findings
@@ -99,5 +101,7 @@ def test_concise_is_one_line_per_finding(capsys: pytest.CaptureFixture[str]) -> 
         capsys, "validate", str(NEG / "typos.yaml"), "-o", "concise", "--target-version", "0.30.0"
     )
     lines = result.out.splitlines()
-    assert len(lines) == 10 and all(":" in line and "error[E307]" in line for line in lines[:9])
+    findings = [line for line in lines if "typos.yaml:" in line.split(" ", 1)[0]]
+    assert len(findings) == 11 and sum("error[E307]" in line for line in findings) == 9
+    assert lines[: len(findings)] == findings  # the findings first, one line each
     assert lines[-1].startswith("invalid: 1 of 1 file;")
