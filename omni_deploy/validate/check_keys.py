@@ -379,7 +379,7 @@ def _check_code2wav_extra(walker: _KeyWalker, name: str, connector: Map) -> None
                    _extra_unknown, extra if isinstance(extra, Map) else None)  # fmt: skip
 
 
-def _check_platform(walker: _KeyWalker, plat: str, entry: Entry, platforms: Map) -> None:
+def _check_platform(walker: _KeyWalker, plat: str, entry: Entry, platforms: Map | None) -> None:
     plat_path = child_path("$.platforms", plat)
     if plat not in PLATFORMS:
         close = near_miss(plat, PLATFORMS)

@@ -129,45 +129,92 @@ class Evaluator:
     def _keyword(
         self, keyword: str, wanted: Any, value: Any, schema: dict[str, Any], path: list[Any], here: list[Any]
     ) -> Iterator[SchemaError]:
-        def error(message: str) -> SchemaError:
-            return SchemaError(keyword, wanted, value, schema, list(path), list(here), message)
+        step = _Step(keyword, wanted, value, schema, path, here)
+        yield from getattr(self, _METHODS[keyword])(step)
 
-        if keyword == "type":
-            kinds = wanted if isinstance(wanted, list) else [wanted]
-            if not_finite(value) and ("number" in kinds or "integer" in kinds):
-                yield error(f"{value!r} is not a finite number")
-            elif not any(_is_type(value, k) for k in kinds):
-                yield error(f"{value!r} is not of type {', '.join(map(repr, kinds))}")
-        elif keyword in ("minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"):
-            if _is_type(value, "number") and _out_of_bound(keyword, value, wanted):
-                yield error(f"{value!r} is out of bounds ({keyword} {wanted!r})")
-        elif keyword == "enum":
-            if not any(_equal(value, option) for option in wanted):
-                yield error(f"{value!r} is not one of {wanted!r}")
-        elif keyword == "pattern":
-            if isinstance(value, str) and not _regex(wanted).search(value):
-                yield error(f"{value!r} does not match {wanted!r}")
-        elif keyword == "required":
-            missing = [name for name in wanted if name not in value] if isinstance(value, dict) else []
-            yield from (error(f"{name!r} is a required property") for name in missing)
-        elif keyword == "items" and isinstance(value, list):
-            for index, item in enumerate(value):
-                yield from self._descend(item, wanted, [*path, index], here)
-        elif keyword == "properties" and isinstance(value, dict):
-            for name, sub in wanted.items():
-                if name in value:
-                    yield from self._descend(value[name], sub, [*path, name], [*here, name])
-        elif keyword == "additionalProperties" and isinstance(value, dict):
-            extra = [k for k in value if k not in schema.get("properties", {})]
-            if wanted is False and extra:
-                listed = ", ".join(repr(k) for k in sorted(extra, key=str))
-                yield error(f"Additional properties are not allowed ({listed} were unexpected)")
-            elif isinstance(wanted, dict):
-                for name in extra:
-                    yield from self._descend(value[name], wanted, [*path, name], here)
-        elif keyword == "propertyNames" and isinstance(value, dict):
-            for name in value:
-                yield from self._descend(name, wanted, list(path), here)
+    def _type(self, at: _Step) -> Iterator[SchemaError]:
+        kinds = at.wanted if isinstance(at.wanted, list) else [at.wanted]
+        if not_finite(at.value) and ("number" in kinds or "integer" in kinds):
+            yield at.error(f"{at.value!r} is not a finite number")
+        elif not any(_is_type(at.value, k) for k in kinds):
+            yield at.error(f"{at.value!r} is not of type {', '.join(map(repr, kinds))}")
+
+    def _bound(self, at: _Step) -> Iterator[SchemaError]:
+        if _is_type(at.value, "number") and _out_of_bound(at.keyword, at.value, at.wanted):
+            yield at.error(f"{at.value!r} is out of bounds ({at.keyword} {at.wanted!r})")
+
+    def _enum(self, at: _Step) -> Iterator[SchemaError]:
+        if not any(_equal(at.value, option) for option in at.wanted):
+            yield at.error(f"{at.value!r} is not one of {at.wanted!r}")
+
+    def _pattern(self, at: _Step) -> Iterator[SchemaError]:
+        if isinstance(at.value, str) and not _regex(at.wanted).search(at.value):
+            yield at.error(f"{at.value!r} does not match {at.wanted!r}")
+
+    def _required(self, at: _Step) -> Iterator[SchemaError]:
+        missing = [n for n in at.wanted if n not in at.value] if isinstance(at.value, dict) else []
+        yield from (at.error(f"{name!r} is a required property") for name in missing)
+
+    def _items(self, at: _Step) -> Iterator[SchemaError]:
+        for index, item in enumerate(at.value if isinstance(at.value, list) else []):
+            yield from self._descend(item, at.wanted, [*at.path, index], at.here)
+
+    def _properties(self, at: _Step) -> Iterator[SchemaError]:
+        if not isinstance(at.value, dict):
+            return
+        for name, sub in at.wanted.items():
+            if name in at.value:
+                yield from self._descend(at.value[name], sub, [*at.path, name], [*at.here, name])
+
+    def _additional(self, at: _Step) -> Iterator[SchemaError]:
+        if not isinstance(at.value, dict):
+            return
+        extra = [k for k in at.value if k not in at.schema.get("properties", {})]
+        if at.wanted is False and extra:
+            listed = ", ".join(repr(k) for k in sorted(extra, key=str))
+            yield at.error(f"Additional properties are not allowed ({listed} were unexpected)")
+        elif isinstance(at.wanted, dict):
+            for name in extra:
+                yield from self._descend(at.value[name], at.wanted, [*at.path, name], at.here)
+
+    def _property_names(self, at: _Step) -> Iterator[SchemaError]:
+        for name in at.value if isinstance(at.value, dict) else []:
+            yield from self._descend(name, at.wanted, list(at.path), at.here)
+
+
+@dataclass(frozen=True)
+class _Step:
+    """One keyword of one schema applied to one value, and where (instance path, schema path)."""
+
+    keyword: str
+    wanted: Any
+    value: Any
+    schema: dict[str, Any]
+    path: list[Any]
+    here: list[Any]
+
+    def error(self, message: str) -> SchemaError:
+        return SchemaError(
+            self.keyword, self.wanted, self.value, self.schema, list(self.path), list(self.here), message
+        )
+
+
+# Each assertion keyword (but $ref, which _descend follows) and the Evaluator method that applies it.
+_METHODS = {
+    "type": "_type",
+    "minimum": "_bound",
+    "exclusiveMinimum": "_bound",
+    "maximum": "_bound",
+    "exclusiveMaximum": "_bound",
+    "enum": "_enum",
+    "pattern": "_pattern",
+    "required": "_required",
+    "items": "_items",
+    "properties": "_properties",
+    "additionalProperties": "_additional",
+    "propertyNames": "_property_names",
+}
+assert set(_METHODS) | {"$ref"} == ASSERTIONS
 
 
 def _out_of_bound(keyword: str, value: float, bound: float) -> bool:
