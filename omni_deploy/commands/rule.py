@@ -5,13 +5,13 @@ from __future__ import annotations
 import click
 
 
-@click.command()
+@click.command(short_help="Explain a finding code: what, why, examples that fail and pass.")
 @click.argument("code", required=False)
 @click.option("--all", "all_codes", is_flag=True, help="Every code's page (docs/findings.md).")
 def rule(code: str | None, all_codes: bool) -> int:
     """Print the page of finding CODE (E350, w351, ...) in Markdown: what the check that reports it
-    does, why, an example that fails and one that passes. Exit 2 for a code omni-deploy does not
-    report.
+    does, why, an example that fails and one that passes, and what validate says of the failing
+    one (drawn as validate's text output draws it). Exit 2 for a code omni-deploy does not report.
     """
     from omni_deploy.validate.rule_pages import findings_markdown, page, pages
 

@@ -160,7 +160,7 @@ def validate(
     file:line:col. Exit 0 when no errors (and, with --strict, no warnings), 1 otherwise, 2 on
     usage errors. Settings (files, exclude, ignore, target-version, strict) come from the nearest
     .omni-deploy.yaml or pyproject.toml [tool.omni-deploy] at or above the working directory,
-    then OMNI_DEPLOY_* variables, then the options.
+    then OMNI_DEPLOY_* variables, then the options. `omni-deploy rule CODE` explains a finding code.
     """
     from omni_deploy.cli_inputs import read_inputs
     from omni_deploy.validate.runner import validate_inputs

@@ -209,6 +209,12 @@ def _finding_lines(finding: Finding, sources: _Sources, paint: _Painter, width: 
     return lines
 
 
+def drawn(finding: Finding, source: str, width: int | None = None) -> list[str]:
+    """One finding as the text reporter draws it (no colour), its file's text given: for the
+    code pages (`omni-deploy rule CODE`), which show what validate says of their example."""
+    return _finding_lines(finding, _Sources({finding.file: source}), _Painter(False), width)
+
+
 def statistics(reports: list[FileReport], paint: _Painter | None = None) -> list[str]:
     """One line per code: how often, its severity, [*] when --fix can fix it, its summary."""
     from collections import Counter

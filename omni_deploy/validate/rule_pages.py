@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import textwrap
 from functools import cache
+from pathlib import Path
 
 from omni_deploy.codes import CODES
 from omni_deploy.validate.check_load import load_deployment
@@ -15,6 +16,7 @@ from omni_deploy.validate.rules import RuleDoc, rule_docs
 from omni_deploy.validate.runner import CHECKS
 
 GROUPS = {"1": "Loading and merging", "2": "Schema", "3": "Checks"}
+EXAMPLE = "example.yaml"
 SEVERITY = {"error": "an error", "warning": "a warning (an error under --strict)", "info": "a note"}
 
 
@@ -34,6 +36,66 @@ def _paragraph(text: str) -> str:
 def _example(text: str) -> list[str]:
     kind = "console" if text.startswith("$ ") else "yaml"
     return [f"```{kind}", text.rstrip("\n"), "```"]
+
+
+def said(doc: RuleDoc) -> list[str]:
+    """What `validate` prints of the failing example, for this code, drawn as the text reporter
+    draws it (the message, where, the line with a caret, the fix): nothing for an example that is
+    a command line, one not run, or one whose options name a file beside it."""
+    from omni_deploy.validate.example_options import NAMES_A_FILE, option_flags
+
+    example = doc.fails
+    if example.startswith(("$ ", "# shown, not run")) or any(
+        flag in NAMES_A_FILE for flag, _ in option_flags(example)
+    ):
+        return []
+    return _run_example(doc.code.id, example)
+
+
+def _run_example(code: str, example: str) -> list[str]:
+    import dataclasses
+    import shutil
+    import tempfile
+
+    from omni_deploy.bundled import default_deploy_file
+    from omni_deploy.server_check.run import OFF
+    from omni_deploy.validate.example_options import example_options
+    from omni_deploy.validate.report import drawn
+    from omni_deploy.validate.runner import validate_file
+
+    with tempfile.TemporaryDirectory() as folder:
+        where = Path(folder)
+        shutil.copy(default_deploy_file(), where / default_deploy_file().name)  # what examples overlay
+        (where / EXAMPLE).write_text(example)
+        options = dataclasses.replace(example_options(example, where), server_check=OFF)
+        report = validate_file(str(where / EXAMPLE), options)
+        path = (where / EXAMPLE).resolve()
+        mine = [f for f in report.findings if f.code == code and Path(f.file).resolve() == path]
+    lines: list[str] = []
+    for finding in mine:
+        here = dataclasses.replace(
+            finding,
+            file=EXAMPLE,
+            message=_local(finding.message, where),
+            hint=_local(finding.hint, where) if finding.hint is not None else None,
+        )
+        lines += drawn(here, example, width=100)
+    return lines
+
+
+def _local(text: str, folder: Path) -> str:
+    """The text with the scratch folder's name taken out of its paths (the page is the same each time)."""
+    import os
+
+    spellings = {
+        str(folder),
+        str(folder.resolve()),
+        os.path.relpath(folder),
+        os.path.relpath(folder.resolve()),
+    }
+    for spelling in sorted(spellings, key=len, reverse=True):
+        text = text.replace(spelling + os.sep, "")
+    return text
 
 
 def page(doc: RuleDoc, level: int = 1) -> str:
@@ -62,6 +124,9 @@ def page(doc: RuleDoc, level: int = 1) -> str:
         "",
         *_example(doc.passes),
     ]
+    shown = said(doc)
+    if shown:
+        lines += ["", f"{h}# What validate says of the failing example", "", "```text", *shown, "```"]
     return "\n".join(lines) + "\n"
 
 
