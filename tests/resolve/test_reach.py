@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -10,12 +11,23 @@ from omni_deploy.knowledge.target import facts_data, release_reads
 from omni_deploy.knowledge.versions import RELEASES
 from tests.support.cli import run_cli
 
+ROOT = Path(__file__).resolve().parents[2]
+BUNDLED = str(ROOT / "deploy" / "minicpmo_4_5_turn.yaml")  # named: the checkout holds two deploy files
 WITH_MINICPMO = [v for v in RELEASES if "minicpmo_4_5" in facts_data()["versions"][v]["pipelines"]]
 
 
 def _cuda(capsys: pytest.CaptureFixture[str], version: str) -> dict:  # type: ignore[type-arg]
     result = run_cli(
-        capsys, "explain", "--backend", "--platform", "cuda", "--target-version", version, "-o", "json"
+        capsys,
+        "explain",
+        BUNDLED,
+        "--backend",
+        "--platform",
+        "cuda",
+        "--target-version",
+        version,
+        "-o",
+        "json",
     )
     assert result.code == 0, result.err
     return json.loads(result.out)["platforms"]["cuda"]  # type: ignore[no-any-return]
