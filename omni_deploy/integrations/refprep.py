@@ -1,0 +1,235 @@
+"""Batched reference preparation in MiniCPM-o 4.5's Code2Wav stage (vllm-omni 0.30.0).
+
+vllm-omni prepares each new reference voice on its own, on the request's critical path:
+`MiniCPMO45Code2Wav.forward` parses every item of the call (`_parse_item`, which also writes
+request references to WAV files), then, bucket by bucket, calls `BatchedToken2Wav.prepare_prompt`,
+which on a miss of its `_prompt_features` cache runs the core's `_prepare_prompt` for that one
+voice. The hook here changes none of that code. It notes the (prompt_cache_id, prompt_wav) of
+each parsed item that the forward will prepare, and at the forward's first `prepare_prompt` it
+prepares every one of them that is not cached yet in one batched pass
+(omni_deploy.speaker.refprep) and puts the same `PromptFeatures` vllm-omni would have built into
+vllm-omni's own cache; the unchanged forward then finds them there.
+
+Never worse than vllm-omni's own path: a voice the pass cannot take (too short, over 30 s, a file
+vLLM cannot decode, an embedding the guard would refuse) is left to it, and so is the whole call
+when the pass fails (rate-limited WARNING, counted; after `limit` failures in a row the hook
+retires for good). Tokens equal vllm-omni's: voices whose quantizer values lie within rounding of a
+boundary are recomputed by vllm-omni's own per-voice operations (see refprep/prepare.py).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+SUMMARY_INTERVAL_S = 60.0  # the INFO line with the counts: the first pass, then at most this often
+
+
+@dataclass
+class HookState:
+    """One Code2Wav stage's hook: what the current forward will prepare, and the counts."""
+
+    preparer: Any  # omni_deploy.speaker.refprep.ReferencePreparer
+    backend: Any  # vllm-omni's BatchedToken2Wav
+    features_cls: Any  # vllm-omni's PromptFeatures
+    decode: Callable[[str], tuple[Any, int]]  # vLLM's load_audio(path, sr=None, mono=True)
+    label: str
+    limit: int
+    log: Callable[..., None]  # (level, message, *args)
+    active: Callable[[], bool] = lambda: True  # False once the speaker encoder has been retired
+    pending: list[tuple[str, str]] = field(default_factory=list)
+    failures: int = 0
+    consecutive: int = 0
+    retired: bool = False
+    passes: int = 0
+    voices: int = 0
+    rechecked: int = 0
+    left: int = 0
+    _last_summary: float = float("-inf")
+    _last_warning: float = float("-inf")
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def note(self, index: int, item: Any) -> None:
+        """After `_parse_item`: the first item of a forward starts a new list."""
+        if index == 0:
+            self.pending.clear()
+        if will_prepare(item):
+            self.pending.append((str(item.prompt_cache_id), str(item.prompt_wav)))
+
+    def before_prepare(self) -> None:
+        """At each `prepare_prompt`; only the forward's first finds a list to prepare."""
+        with self._lock:
+            keys = [k for k in dict.fromkeys(self.pending) if k not in self.backend._prompt_features]
+            self.pending.clear()
+            if not keys or self.retired or not self.active():
+                return
+            try:
+                self._prepare(keys)
+            except Exception as exc:  # vllm-omni's own path prepares this call's voices
+                self._failed(exc)
+            else:
+                self.consecutive = 0
+
+    def _prepare(self, keys: list[tuple[str, str]]) -> None:
+        from omni_deploy.speaker.refprep.prepare import Voice
+        from omni_deploy.speaker.refprep.upstream_ops import as_vllm_omni_prepares
+
+        decoded: list[tuple[tuple[str, str], Any]] = []
+        for key in keys:
+            try:
+                samples, rate = self.decode(key[1])
+            except Exception:  # vllm-omni's own path raises its own error for this voice
+                self.left += 1
+                continue
+            decoded.append((key, Voice(samples, int(rate))))
+        if not decoded:
+            return
+        with as_vllm_omni_prepares(self.preparer.device):
+            prepared, stats = self.preparer.prepare([voice for _, voice in decoded])
+        for (key, _), voice in zip(decoded, prepared, strict=True):
+            if voice is not None:
+                self.backend._prompt_features[key] = self.features_cls(
+                    cache_key=key,
+                    speech_tokens=voice.speech_tokens,
+                    speaker_embedding=voice.speaker_embedding,
+                    mels=voice.mels,
+                )
+        self.passes += stats.passes
+        self.voices += stats.voices
+        self.rechecked += stats.rechecked
+        self.left += stats.left_to_caller
+        now = time.monotonic()
+        if now - self._last_summary >= SUMMARY_INTERVAL_S:
+            self._last_summary = now
+            self.log("info", "%s: %s", self.label, self.summary())
+
+    def summary(self) -> str:
+        return (
+            f"batched reference preparation: {self.voices} voices in {self.passes} passes, "
+            f"{self.rechecked} tokens rechecked one by one, {self.left} left to vllm-omni, "
+            f"{self.failures} failed passes"
+        )
+
+    def _failed(self, exc: Exception) -> None:
+        self.failures += 1
+        self.consecutive += 1
+        if self.consecutive >= self.limit:
+            self.retired = True
+            self.log("warning", "%s: batched reference preparation failed %d times in a row (last: %s: %s); "
+                     "vllm-omni's per-voice preparation from now on", self.label, self.consecutive,
+                     type(exc).__name__, exc)  # fmt: skip
+            return
+        now = time.monotonic()
+        if now - self._last_warning >= SUMMARY_INTERVAL_S:
+            self._last_warning = now
+            self.log("warning", "%s: batched reference preparation failed (%s: %s); this call's voices are "
+                     "prepared by vllm-omni one by one (%d failures in all)", self.label, type(exc).__name__,
+                     exc, self.failures)  # fmt: skip
+
+
+def will_prepare(item: Any) -> bool:
+    """Whether vllm-omni 0.30.0's forward calls prepare_prompt for this parsed item: a chunk with
+    tokens, or an initial segment marker (tts_is_last_chunk, no tokens, no previous state)."""
+    tokens = item.tokens.numel()
+    if tokens > 0:
+        return True
+    return not item.last_chunk and bool(item.tts_is_last_chunk) and item.previous is None
+
+
+WORK_ITEM_FIELDS = ("prompt_cache_id", "prompt_wav", "tokens", "last_chunk", "tts_is_last_chunk", "previous")
+
+
+def layout_problem(code2wav: Any, code2wav_module: Any, batched_module: Any) -> str | None:
+    """Why this vllm-omni's Code2Wav cannot take the hook, checked on the live objects."""
+    backend = getattr(code2wav, "backend", None)
+    if not callable(getattr(code2wav, "_parse_item", None)):
+        return "MiniCPMO45Code2Wav._parse_item not found"
+    if not callable(getattr(backend, "prepare_prompt", None)):
+        return "BatchedToken2Wav.prepare_prompt not found"
+    if not isinstance(getattr(backend, "_prompt_features", None), dict):
+        return "BatchedToken2Wav._prompt_features is not a dict"
+    work_item = getattr(code2wav_module, "_WorkItem", None)
+    names = {f.name for f in dataclasses.fields(work_item)} if dataclasses.is_dataclass(work_item) else set()
+    missing = [n for n in WORK_ITEM_FIELDS if n not in names]
+    if missing:
+        return "_WorkItem without " + ", ".join(missing)
+    features = getattr(batched_module, "PromptFeatures", None)
+    fields = {f.name for f in dataclasses.fields(features)} if dataclasses.is_dataclass(features) else set()
+    if fields != {"cache_key", "speech_tokens", "speaker_embedding", "mels"}:
+        return "PromptFeatures is not (cache_key, speech_tokens, speaker_embedding, mels)"
+    return None
+
+
+def attach(code2wav: Any, state: HookState) -> None:
+    """Wrap this Code2Wav's `_parse_item` and its backend's `prepare_prompt` (instance attributes:
+    the class and every other instance stay as vllm-omni wrote them)."""
+    parse_item = code2wav._parse_item
+    prepare_prompt = state.backend.prepare_prompt
+
+    def parse(index: int, *args: Any, **kwargs: Any) -> Any:
+        item = parse_item(index, *args, **kwargs)
+        with contextlib.suppress(Exception):  # a layout this hook does not know: the item is not batched
+            state.note(index, item)
+        return item
+
+    def prepare(prompt_cache_id: str, prompt_wav: str) -> Any:
+        state.before_prepare()
+        return prepare_prompt(prompt_cache_id, prompt_wav)
+
+    code2wav._parse_item = parse
+    state.backend.prepare_prompt = prepare
+    code2wav._omni_deploy_refprep = state
+
+
+def make_state(
+    code2wav: Any,
+    core: Any,
+    encoder: Any,
+    modules: tuple[Any, Any],
+    label: str,
+    limit: int,
+    log: Callable[..., None],
+    active: Callable[[], bool] = lambda: True,
+) -> HookState:
+    """The hook for one Code2Wav stage: its core's S3 tokenizer, omni-deploy's CAM++ encoder, and
+    vLLM's own decoder and resampler (`modules`: vllm-omni's token2wav core module, which imports
+    them, and its batched_token2wav module, which defines PromptFeatures)."""
+    import numpy as np
+    import torch
+
+    from omni_deploy.speaker.refprep import upstream_ops
+    from omni_deploy.speaker.refprep.prepare import ReferencePreparer, Voice
+
+    core_module, batched_module = modules
+    device = torch.device(core.device)
+    tokenizer = core.audio_tokenizer
+
+    def resample(audio: Any, orig: int, new: int) -> Any:
+        return core_module.AudioResampler(target_sr=new).resample(audio, orig_sr=orig)
+
+    def exact(voice: Voice, mel: Any) -> Any:
+        return upstream_ops.s3_tokens(
+            np.asarray(voice.samples), voice.sample_rate, tokenizer, device, resample, mel=mel
+        )[0]
+
+    def host_mel(voice: Voice) -> Any:
+        return upstream_ops.s3_mel(np.asarray(voice.samples), voice.sample_rate, resample)
+
+    def embed(waves: list[Any]) -> Any:
+        return encoder.embed_waveforms(waves, 16000)
+
+    def decode(path: str) -> tuple[Any, int]:
+        samples, rate = core_module.load_audio(path, sr=None, mono=True)
+        return samples, int(rate)
+
+    preparer = ReferencePreparer(
+        tokenizer, embed, device, up_rate=int(core.flow.up_rate), exact_tokens=exact, host_s3_mels=host_mel
+    )
+    return HookState(
+        preparer, code2wav.backend, batched_module.PromptFeatures, decode, label, limit, log, active
+    )
