@@ -117,8 +117,8 @@ class ReferencePreparer:
     streams: bool = True  # CUDA: the flow mel and CAM++ on streams of their own
     profile: bool = False  # CUDA, one stream: time the phases of each pass with events
     last_phases: dict[str, float] = field(default_factory=dict)
-    # Host CPU time of the last call's passes (thread time of the calling thread, the waits on the
-    # device excluded), for benchmarks.
+    # Host CPU time of the last call's passes (thread time of the calling thread and of the host
+    # route's pool, the waits on the device excluded), for benchmarks.
     last_host_ms: float = 0.0
     last_route: Route | None = None
     stats: Stats = field(default_factory=Stats)
@@ -330,9 +330,17 @@ class ReferencePreparer:
             return [self.host_s3_mels(v) for v in voices]
         if self._pool is None:
             self._pool = ThreadPoolExecutor(self.host_threads, thread_name_prefix="omni-deploy-s3-mel")
+        mel = self.host_s3_mels
+
+        def timed(voice: Voice) -> tuple[torch.Tensor, float]:
+            start = time.thread_time()
+            return mel(voice), time.thread_time() - start
+
         # Each op on one thread, as vLLM's resampler runs it: the threads work side by side.
         with shared_single_threaded():
-            return list(self._pool.map(self.host_s3_mels, voices))
+            results = list(self._pool.map(timed, voices))
+        self.last_host_ms += sum(seconds for _, seconds in results) * 1000.0  # the pool's CPU time too
+        return [m for m, _ in results]
 
     def _streams(self) -> tuple[Any, Any, Any] | None:
         """(the caller's stream, one for the flow mel, one for CAM++) when they may overlap."""
