@@ -199,24 +199,6 @@ def test_tokens_from_vllm_omnis_own_path(core: Any, wavs: list[Path], standin_on
         assert cosine(out.speaker_embedding, embedding) >= 0.99999
 
 
-def test_the_route_follows_the_precision_settings(monkeypatch: pytest.MonkeyPatch) -> None:
-    from omni_deploy.speaker.refprep.route import ENV_S3, choose_route
-
-    cuda, cpu = torch.device("cuda"), torch.device("cpu")
-    assert choose_route(cpu, {}).s3 == "device"
-    monkeypatch.setattr(torch.backends.cudnn, "allow_tf32", True)
-    assert choose_route(cuda, {}).s3 == "host"  # torch's default: TF32 convolutions
-    assert choose_route(cuda, {ENV_S3: "device"}).s3 == "device"
-    monkeypatch.setattr(torch.backends.cudnn, "allow_tf32", False)
-    assert choose_route(cuda, {}).s3 == "device"
-    previous = torch.get_float32_matmul_precision()
-    try:
-        torch.set_float32_matmul_precision("high")
-        assert choose_route(cuda, {}).s3 == choose_route(cpu, {}).s3 == "per-voice"
-    finally:
-        torch.set_float32_matmul_precision(previous)
-
-
 def test_voices_it_cannot_batch_are_left_to_vllm_omni(
     core: Any, standin_onnx: Path, wavs: list[Path]
 ) -> None:

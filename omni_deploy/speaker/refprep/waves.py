@@ -25,10 +25,6 @@ class Ragged:
     starts: list[int]
     lengths: list[int]
 
-    def item(self, index: int) -> torch.Tensor:
-        start = self.starts[index]
-        return self.flat[start : start + self.lengths[index]]
-
 
 def gather_padded(
     flat: torch.Tensor, starts: torch.Tensor, lengths: torch.Tensor, width: int
