@@ -393,3 +393,42 @@ def reads_device_spk(source: str) -> bool:
         isinstance(node, ast.Constant) and node.value == KEY_DEVICE_SPK and id(node) not in docstrings
         for node in ast.walk(tree)
     )
+
+
+# --- Batched reference preparation (issue 26): the Code2Wav stage's other switch --------------------
+# vllm-omni 0.30.0 prepares each new reference voice on its own (StepAudio2Token2WavCore._prepare_prompt);
+# the plugin can prepare all new voices of a forward in one pass on the stage's GPU
+# (omni_deploy.integrations.refprep). It needs the CUDA CAM++ path: the pass embeds through that encoder.
+
+KEY_DEVICE_PREPARE = "token2wav_device_prepare"
+DEFAULT_DEVICE_PREPARE = True  # where the CUDA CAM++ path is on
+
+
+@dataclass(frozen=True)
+class PrepareChoice:
+    batched: bool
+    decided_by: str  # "token2wav_device_prepare (default)", "speaker backend cpu-onnxruntime", ...
+    explicit: bool
+    problems: tuple[str, ...] = ()
+
+
+def choose_prepare(extra: Mapping[str, Any], speaker: Choice) -> PrepareChoice:
+    """Whether the stage prepares its new voices in one batched pass. `speaker` is `choose`'s answer
+    for the same stage: without the CUDA CAM++ path it is vllm-omni's per-voice preparation."""
+    raw = extra.get(KEY_DEVICE_PREPARE)
+    value = as_bool(raw) if raw is not None else None
+    problems: list[str] = []
+    if raw is not None and value is None:
+        problems.append(f"{KEY_DEVICE_PREPARE}: {raw!r} is not a boolean; taken as {DEFAULT_DEVICE_PREPARE}")
+    if speaker.backend != CUDA_TORCH:
+        if value is True:
+            problems.append(
+                f"{KEY_DEVICE_PREPARE}: true cannot apply: the speaker embedding is {speaker.backend} "
+                f"({speaker.decided_by}), and the batched pass needs the CUDA CAM++ path; vllm-omni prepares "
+                "each voice itself"
+            )
+        return PrepareChoice(False, f"speaker backend {speaker.backend}", False, tuple(problems))
+    if value is False:
+        return PrepareChoice(False, KEY_DEVICE_PREPARE, True, tuple(problems))
+    by = KEY_DEVICE_PREPARE if value is True else f"{KEY_DEVICE_PREPARE} (default)"
+    return PrepareChoice(True, by, value is True, tuple(problems))

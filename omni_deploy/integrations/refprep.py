@@ -21,12 +21,18 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from omni_deploy.speaker_rules import Choice, choose_prepare
+
+CODE2WAV_MODULE = "vllm_omni.model_executor.models.minicpmo_4_5.minicpmo_4_5_code2wav"
+BATCHED_MODULE = "vllm_omni.model_executor.models.minicpmo_4_5.batched_token2wav"
+CORE_MODULE = "vllm_omni.model_executor.models.step_audio2.step_audio2_token2wav"
 SUMMARY_INTERVAL_S = 60.0  # the INFO line with the counts: the first pass, then at most this often
 
 
@@ -233,3 +239,38 @@ def make_state(
     return HookState(
         preparer, code2wav.backend, batched_module.PromptFeatures, decode, label, limit, log, active
     )
+
+
+def hook_stage(
+    code2wav: Any,
+    core: Any,
+    encoder: Any,
+    extra: Mapping[str, Any],
+    speaker: Choice,
+    label: str,
+    limit: int,
+    log: Callable[..., None],
+    active: Callable[[], bool] = lambda: True,
+) -> str:
+    """Apply `token2wav_device_prepare` to one Code2Wav stage whose speaker embedding the plugin has
+    just moved to `encoder` (behind its guard; `active` turns False once the guard retires it).
+    Returns the report line's `prepare` field: "batched", or "per-voice(<why>)"."""
+    choice = choose_prepare(extra, speaker)
+    for problem in choice.problems:
+        log("warning", "%s: %s", label, problem)
+    if not choice.batched:
+        return f"per-voice({choice.decided_by})"
+    modules = [sys.modules.get(name) for name in (CODE2WAV_MODULE, CORE_MODULE, BATCHED_MODULE)]
+    if any(module is None for module in modules):
+        problem: str | None = "vllm-omni's Code2Wav modules are not imported"
+    else:
+        problem = layout_problem(code2wav, modules[0], modules[2])
+    if problem is None and not callable(getattr(encoder, "embed_waveforms", None)):
+        problem = "the speaker encoder takes no waveforms"
+    if problem is not None:
+        log("warning", "%s: batched reference preparation is off (%s); vllm-omni prepares each voice itself",
+            label, problem)  # fmt: skip
+        return "per-voice(layout)"
+    state = make_state(code2wav, core, encoder, (modules[1], modules[2]), label, limit, log, active)
+    attach(code2wav, state)
+    return "batched"

@@ -163,3 +163,29 @@ def test_will_prepare_matches_vllm_omnis_loops() -> None:
     assert refprep.will_prepare(item(0, False, True))  # an initial segment marker
     assert not refprep.will_prepare(item(0, True, False))  # a terminal sentinel
     assert not refprep.will_prepare(item(0, False, True, previous=object()))  # a marker with state
+
+
+def test_the_deploy_files_key_decides_the_stage(model_dir: Path) -> None:
+    from omni_deploy.speaker_rules import KEY_DEVICE_PREPARE, choose
+
+    def stage(extra: dict[str, Any]) -> tuple[Any, str, list[str]]:
+        code2wav = build(model_dir)
+        core = code2wav.backend._token2wav._core
+        encoder = get_encoder(str(Path(core.model_path) / "campplus.onnx"), device="cpu")
+        lines: list[str] = []
+
+        def log(level: str, message: str, *args: Any) -> None:
+            lines.append(f"{level} {message % args}")
+
+        speaker = choose(extra, {}, on_cuda=True)
+        field = refprep.hook_stage(code2wav, core, encoder, extra, speaker, "stage 2", 3, log)
+        return code2wav, field, lines
+
+    code2wav, field, lines = stage({})
+    assert field == "batched" and "prepare_prompt" in vars(code2wav.backend) and lines == []
+    assert isinstance(code2wav._omni_deploy_refprep, refprep.HookState)
+    code2wav, field, _ = stage({KEY_DEVICE_PREPARE: False})
+    assert field == "per-voice(token2wav_device_prepare)" and "prepare_prompt" not in vars(code2wav.backend)
+    code2wav, field, lines = stage({KEY_DEVICE_PREPARE: True, "token2wav_device_spk": False})
+    assert field == "per-voice(speaker backend cpu-onnxruntime)" and "_parse_item" not in vars(code2wav)
+    assert len(lines) == 1 and lines[0].startswith("warning") and "cannot apply" in lines[0]
