@@ -19,8 +19,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from omni_deploy.config.stage_schema import STAGE_ENGINE_FIELDS
+from omni_deploy.speaker_rules import (
+    DEFAULT_DEVICE_PREPARE,
+    ENV_TRT,
+    KEY_ALLOW_TF32,
+    KEY_DEVICE_PREPARE,
+    KEY_DEVICE_SPK,
+    KEY_TRT,
+)
 from omni_deploy.speaker_rules import DEFAULTS as SPK_DEFAULTS
-from omni_deploy.speaker_rules import ENV_TRT, KEY_ALLOW_TF32, KEY_DEVICE_SPK, KEY_TRT
 
 NO_DEFAULT = object()
 
@@ -248,6 +255,9 @@ CODE2WAV: list[Key] = [
        "speaker embedding.", reader=PLUGIN),
     _k(KEY_DEVICE_SPK, "code2wav", BOOL, SPK_DEFAULTS[KEY_DEVICE_SPK], "CAM++ speaker embedding in torch on the "
        "stage's CUDA device; false: ONNX Runtime on the CPU.", reader=PLUGIN),
+    _k(KEY_DEVICE_PREPARE, "code2wav", BOOL, DEFAULT_DEVICE_PREPARE, "New reference voices of a forward prepared in "
+       "one batched pass on the stage's GPU (needs the CUDA CAM++ path); false: vllm-omni's per-voice "
+       "preparation.", reader=PLUGIN),
     # The seed's Code2Wav keys: no release reads them. A newer vllm-omni that does is seen when it is
     # installed (its source is read at run time).
     *[
@@ -286,7 +296,7 @@ UNREAD: dict[tuple[str, str], str] = {
 }
 
 # Code2Wav switches that act only on CUDA.
-CUDA_ONLY_CODE2WAV = (KEY_TRT, KEY_DEVICE_SPK)
+CUDA_ONLY_CODE2WAV = (KEY_TRT, KEY_DEVICE_SPK, KEY_DEVICE_PREPARE)
 NPU_GRAPH_KEYS = tuple(k.name for k in NPU_GRAPH)
 
 

@@ -20,6 +20,7 @@ CODE2WAV_KNOBS = (
     "hift_graph_capture_batch_sizes",
     "token2wav_allow_tf32",
     "token2wav_device_spk",
+    "token2wav_device_prepare",
     "token2wav_trt",
 )
 

@@ -46,3 +46,15 @@ def test_settings_that_cannot_apply_or_be_read_are_said() -> None:
     got = choose_prepare({KEY_DEVICE_PREPARE: "maybe"}, on)
     assert got.batched and got.decided_by == "token2wav_device_prepare (default)"
     assert got.problems == ("token2wav_device_prepare: 'maybe' is not a boolean; taken as True",)
+
+
+def test_validate_knows_the_key_as_the_plugins() -> None:
+    from omni_deploy.knowledge import readers
+    from omni_deploy.knowledge.keys import CUDA_ONLY_CODE2WAV, by_place
+    from omni_deploy.knowledge.target import resolve_target
+
+    for version in ("0.28.0", "0.30.0"):
+        status = readers.status("code2wav", KEY_DEVICE_PREPARE, resolve_target(version))
+        assert status.kind == readers.BY_PLUGIN, version
+    assert by_place("code2wav")[KEY_DEVICE_PREPARE].default is True
+    assert KEY_DEVICE_PREPARE in CUDA_ONLY_CODE2WAV
