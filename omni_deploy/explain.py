@@ -8,7 +8,7 @@ Pure: the host snapshot and the environment are passed in.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from omni_deploy.config.stage_schema import PLATFORMS
@@ -19,6 +19,7 @@ from omni_deploy.knowledge.versions import RELEASED
 from omni_deploy.launch.options import LaunchOptions
 from omni_deploy.launch.spec import launch_spec
 from omni_deploy.resolve.overview import overview
+from omni_deploy.resolve.refprep import Preparation, reference_preparation
 from omni_deploy.resolve.speaker import SpeakerDecision
 from omni_deploy.speaker_rules import (
     ENV_REPORT_DIR,
@@ -40,6 +41,7 @@ class Explanation:
     backend_only: bool
     decisions: dict[str, SpeakerDecision]
     result: dict[str, Any]  # what -o json prints
+    preparations: dict[str, Preparation | None] = field(default_factory=dict)
 
 
 def choose_platforms(deployment: Deployment, platform: str | None, backend_only: bool) -> tuple[str, ...]:
@@ -84,13 +86,21 @@ def explain(
         # host that target_version describes). Always present: one shape (docs/json-output.md).
         "host": host.as_dict() if host.probed else None,
     }
+    preparations = {p: reference_preparation(deployment, d) for p, d in decisions.items()}
     if backend_only:
-        result["platforms"] = {p: d.as_dict() for p, d in decisions.items()}
+        result["platforms"] = {
+            p: {**d.as_dict(), "reference_preparation": _as_dict(preparations[p])}
+            for p, d in decisions.items()
+        }
     else:
         result["platforms"] = {
             p: overview(deployment.on(p), info, extra, decisions[p].speaker_backend) for p in platforms
         }
-    return Explanation(deployment, host, backend_only, decisions, result)
+    return Explanation(deployment, host, backend_only, decisions, result, preparations)
+
+
+def _as_dict(preparation: Preparation | None) -> dict[str, Any] | None:
+    return preparation.as_dict() if preparation is not None else None
 
 
 def as_json(explanation: Explanation) -> str:
@@ -111,6 +121,10 @@ def as_text(explanation: Explanation) -> str:
     if explanation.backend_only:
         for p, d in explanation.decisions.items():
             lines += _decision_lines(p, d)
+            prep = explanation.preparations.get(p)
+            if prep is not None:
+                lines.append(f"  {prep.line()}")
+                lines += [f"  warning: {w}" for w in prep.warnings]
     else:
         for p, data in explanation.result["platforms"].items():
             lines += _overview_lines(p, data)

@@ -412,22 +412,23 @@ class PrepareChoice:
     problems: tuple[str, ...] = ()
 
 
-def choose_prepare(extra: Mapping[str, Any], speaker: Choice) -> PrepareChoice:
-    """Whether the stage prepares its new voices in one batched pass. `speaker` is `choose`'s answer
-    for the same stage: without the CUDA CAM++ path it is vllm-omni's per-voice preparation."""
+def choose_prepare(extra: Mapping[str, Any], backend: str, backend_by: str) -> PrepareChoice:
+    """Whether the stage prepares its new voices in one batched pass. `backend` is the speaker
+    backend the stage got (`choose`'s answer, as carried out) and `backend_by` what decided it:
+    without the CUDA CAM++ path it is vllm-omni's per-voice preparation."""
     raw = extra.get(KEY_DEVICE_PREPARE)
     value = as_bool(raw) if raw is not None else None
     problems: list[str] = []
     if raw is not None and value is None:
         problems.append(f"{KEY_DEVICE_PREPARE}: {raw!r} is not a boolean; taken as {DEFAULT_DEVICE_PREPARE}")
-    if speaker.backend != CUDA_TORCH:
+    if backend != CUDA_TORCH:
         if value is True:
             problems.append(
-                f"{KEY_DEVICE_PREPARE}: true cannot apply: the speaker embedding is {speaker.backend} "
-                f"({speaker.decided_by}), and the batched pass needs the CUDA CAM++ path; vllm-omni prepares "
+                f"{KEY_DEVICE_PREPARE}: true cannot apply: the speaker embedding is {backend} "
+                f"({backend_by}), and the batched pass needs omni-deploy's CUDA CAM++ path; vllm-omni prepares "
                 "each voice itself"
             )
-        return PrepareChoice(False, f"speaker backend {speaker.backend}", False, tuple(problems))
+        return PrepareChoice(False, f"speaker backend {backend}", False, tuple(problems))
     if value is False:
         return PrepareChoice(False, KEY_DEVICE_PREPARE, True, tuple(problems))
     by = KEY_DEVICE_PREPARE if value is True else f"{KEY_DEVICE_PREPARE} (default)"

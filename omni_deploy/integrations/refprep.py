@@ -255,9 +255,9 @@ def hook_stage(
     """Apply `token2wav_device_prepare` to one Code2Wav stage whose speaker embedding the plugin has
     just moved to `encoder` (behind its guard; `active` turns False once the guard retires it).
     Returns the report line's `prepare` field: "batched", or "per-voice(<why>)"."""
-    choice = choose_prepare(extra, speaker)
-    for problem in choice.problems:
-        log("warning", "%s: %s", label, problem)
+    choice = choose_prepare(extra, speaker.backend, speaker.decided_by)
+    for note in choice.problems:
+        log("warning", "%s: %s", label, note)
     if not choice.batched:
         return f"per-voice({choice.decided_by})"
     modules = [sys.modules.get(name) for name in (CODE2WAV_MODULE, CORE_MODULE, BATCHED_MODULE)]

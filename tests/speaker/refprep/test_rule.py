@@ -32,7 +32,8 @@ from omni_deploy.speaker_rules import (
 def test_the_batched_pass_follows_the_cuda_campplus_path(
     extra: dict[str, object], env: dict[str, str], on_cuda: bool, batched: bool, by: str
 ) -> None:
-    got = choose_prepare(extra, choose(extra, env, on_cuda))
+    speaker = choose(extra, env, on_cuda)
+    got = choose_prepare(extra, speaker.backend, speaker.decided_by)
     assert (got.batched, got.decided_by) == (batched, by)
     assert got.explicit == (KEY_DEVICE_PREPARE in extra and by == KEY_DEVICE_PREPARE)
     assert got.problems == ()
@@ -40,10 +41,10 @@ def test_the_batched_pass_follows_the_cuda_campplus_path(
 
 def test_settings_that_cannot_apply_or_be_read_are_said() -> None:
     off = choose({"token2wav_device_spk": False}, {}, on_cuda=True)
-    (problem,) = choose_prepare({KEY_DEVICE_PREPARE: True}, off).problems
+    (problem,) = choose_prepare({KEY_DEVICE_PREPARE: True}, off.backend, off.decided_by).problems
     assert "cannot apply" in problem and CPU_ORT in problem
     on = choose({}, {}, on_cuda=True)
-    got = choose_prepare({KEY_DEVICE_PREPARE: "maybe"}, on)
+    got = choose_prepare({KEY_DEVICE_PREPARE: "maybe"}, on.backend, on.decided_by)
     assert got.batched and got.decided_by == "token2wav_device_prepare (default)"
     assert got.problems == ("token2wav_device_prepare: 'maybe' is not a boolean; taken as True",)
 
