@@ -163,7 +163,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
 }
 
 
-def main() -> int:
+def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--sizes", default=",".join(map(str, SIZES)))
@@ -179,204 +179,251 @@ def main() -> int:
     parser.add_argument("--record", help="write the results here as JSON")
     parser.add_argument("--only", default="", help="comma-separated sections to run (timings, phases, serving, "
                         "parity, probes, tf32, cpu_left); default all")  # fmt: skip
-    args = parser.parse_args()
-    only = {s for s in args.only.split(",") if s}
+    return parser.parse_args()
 
-    def wanted(section: str) -> bool:
-        return not only or section in only
 
-    sizes = [int(s) for s in args.sizes.split(",")]
-    global SMOKE
-    SMOKE = args.smoke
-    dev = torch.device(args.device)
-    on_gpu = dev.type == "cuda"
-    torch.set_float32_matmul_precision("highest")  # vLLM 0.30.0's default VLLM_FLOAT32_MATMUL_PRECISION
-    record: dict[str, Any] = {
-        "host": platform.node(),
-        "device": torch.cuda.get_device_name(dev) if on_gpu else "cpu",
-        "torch": torch.__version__,
-        "precision": {
-            "float32_matmul_precision": torch.get_float32_matmul_precision(),
-            "cudnn_allow_tf32": torch.backends.cudnn.allow_tf32,
-            "campplus_allow_tf32": True,
-        },
-        "argv": sys.argv[1:],
-    }
+def _ints(text: str) -> list[int]:
+    return [int(s) for s in text.split(",") if s]
 
-    def save() -> None:
-        if args.record:
-            Path(args.record).write_text(json.dumps(record, indent=2) + "\n")
 
-    from s3tokenizer.model import ModelConfig
-    from s3tokenizer.model_v2 import S3TokenizerV2
+class Bench:
+    """One run: the stand-in models, the voices, the preparers, and the record it writes."""
 
-    torch.manual_seed(0)
-    small = ModelConfig(n_audio_state=128, n_audio_head=2, n_audio_layer=2)
-    config = ModelConfig() if args.full_tokenizer else small
-    tokenizer = S3TokenizerV2("speech_tokenizer_v2_25hz", config=config).to(dev).eval()
-    record["s3_tokenizer"] = {"n_audio_state": config.n_audio_state, "n_audio_layer": config.n_audio_layer,
-                              "parameters": sum(p.numel() for p in tokenizer.parameters())}  # fmt: skip
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self.only = {s for s in args.only.split(",") if s}
+        self.sizes = _ints(args.sizes)
+        self.dev = dev = torch.device(args.device)
+        self.on_gpu = dev.type == "cuda"
+        torch.set_float32_matmul_precision("highest")  # vLLM 0.30.0's default VLLM_FLOAT32_MATMUL_PRECISION
+        self.record: dict[str, Any] = {
+            "host": platform.node(),
+            "device": torch.cuda.get_device_name(dev) if self.on_gpu else "cpu",
+            "torch": torch.__version__,
+            "precision": {
+                "float32_matmul_precision": torch.get_float32_matmul_precision(),
+                "cudnn_allow_tf32": torch.backends.cudnn.allow_tf32,
+                "campplus_allow_tf32": True,
+            },
+            "argv": sys.argv[1:],
+        }
+        from s3tokenizer.model import ModelConfig
+        from s3tokenizer.model_v2 import S3TokenizerV2
 
-    work = Path(tempfile.mkdtemp(prefix="refprep-"))
-    onnx_path = work / "campplus.onnx"
-    export_standin(onnx_path, seed=0)
-    encoder = get_encoder(str(onnx_path), device=dev, allow_tf32=True)
-    encoder_tf32_off = get_encoder(str(onnx_path), device=dev, allow_tf32=False)
-    ort = ort_session(str(onnx_path), threads=1)
-    paths = write_voices(work, max(sizes), seed=26)
-    decoded_all = [decode(p) for p in paths]
-    record["voices"] = [{"file": p.name, "seconds": round(len(v[0]) / v[1], 3), "rate": v[1]}
-                        for p, v in zip(paths, decoded_all, strict=True)]  # fmt: skip
+        torch.manual_seed(0)
+        small = ModelConfig(n_audio_state=128, n_audio_head=2, n_audio_layer=2)
+        config = ModelConfig() if args.full_tokenizer else small
+        self.tokenizer = S3TokenizerV2("speech_tokenizer_v2_25hz", config=config).to(dev).eval()
+        self.record["s3_tokenizer"] = {"n_audio_state": config.n_audio_state, "n_audio_layer": config.n_audio_layer,
+                                       "parameters": sum(p.numel() for p in self.tokenizer.parameters())}  # fmt: skip
+        self.work = Path(tempfile.mkdtemp(prefix="refprep-"))
+        onnx_path = self.work / "campplus.onnx"
+        export_standin(onnx_path, seed=0)
+        self.encoder = get_encoder(str(onnx_path), device=dev, allow_tf32=True)
+        self.encoder_tf32_off = get_encoder(str(onnx_path), device=dev, allow_tf32=False)
+        self.ort = ort_session(str(onnx_path), threads=1)
+        self.paths = write_voices(self.work, max(self.sizes), seed=26)
+        self.decoded_all = [decode(p) for p in self.paths]
+        self.record["voices"] = [{"file": p.name, "seconds": round(len(v[0]) / v[1], 3), "rate": v[1]}
+                                 for p, v in zip(self.paths, self.decoded_all, strict=True)]  # fmt: skip
+        self.preparers = {name: self.make(options) for name, options in VARIANTS.items()}
+        self.plugin_speaker = self.encoder.__call__
+        self.cpu_speaker = upstream_ops.onnxruntime_speaker(self.ort, dev)
 
-    def exact(voice: Voice, mel: torch.Tensor | None) -> torch.Tensor:
-        return upstream_ops.s3_tokens(np.asarray(voice.samples), voice.sample_rate, tokenizer, dev, mel=mel)[
-            0
-        ]
+    def wanted(self, section: str) -> bool:
+        return not self.only or section in self.only
 
-    def host_mels(voice: Voice) -> torch.Tensor:
+    def save(self) -> None:
+        if self.args.record:
+            Path(self.args.record).write_text(json.dumps(self.record, indent=2) + "\n")
+
+    # The batched pass's callables, as the plugin's hook gives them.
+    def exact(self, voice: Voice, mel: torch.Tensor | None) -> torch.Tensor:
+        samples = np.asarray(voice.samples)
+        return upstream_ops.s3_tokens(samples, voice.sample_rate, self.tokenizer, self.dev, mel=mel)[0]
+
+    def host_mels(self, voice: Voice) -> torch.Tensor:
         return upstream_ops.s3_mel(np.asarray(voice.samples), voice.sample_rate)
 
-    def embed(waves: list[torch.Tensor]) -> torch.Tensor:
-        return encoder.embed_waveforms(waves, 16000)
+    def embed(self, waves: list[torch.Tensor]) -> torch.Tensor:
+        return self.encoder.embed_waveforms(waves, 16000)
 
-    def make(options: dict[str, Any]) -> ReferencePreparer:
-        return ReferencePreparer(tokenizer, embed, dev, exact_tokens=exact, host_s3_mels=host_mels, **options)
+    def make(self, options: dict[str, Any]) -> ReferencePreparer:
+        return ReferencePreparer(self.tokenizer, self.embed, self.dev, exact_tokens=self.exact,
+                                 host_s3_mels=self.host_mels, **options)  # fmt: skip
 
-    preparers = {name: make(options) for name, options in VARIANTS.items()}
-    plugin_speaker = encoder.__call__
-    cpu_speaker = upstream_ops.onnxruntime_speaker(ort, dev)
+    # The paths timed.
+    def per_voice(self, paths_n: list[Path], speaker: Any) -> list[Any]:
+        return [
+            upstream_ops.prepare_one(*decode(path), self.tokenizer, speaker, self.dev) for path in paths_n
+        ]
 
-    def per_voice(paths_n: list[Path], speaker: Any) -> list[Any]:
-        return [upstream_ops.prepare_one(*decode(path), tokenizer, speaker, dev) for path in paths_n]
+    def per_voice_decoded(self, voices: list[tuple[np.ndarray, int]], speaker: Any) -> list[Any]:
+        return [upstream_ops.prepare_one(s, r, self.tokenizer, speaker, self.dev) for s, r in voices]
 
-    def per_voice_decoded(voices: list[tuple[np.ndarray, int]], speaker: Any) -> list[Any]:
-        return [upstream_ops.prepare_one(s, r, tokenizer, speaker, dev) for s, r in voices]
-
+    @staticmethod
     def batched(preparer: ReferencePreparer, paths_n: list[Path]) -> Any:
         return preparer.prepare([Voice(*decode(p)) for p in paths_n])
 
+    @staticmethod
     def batched_decoded(preparer: ReferencePreparer, voices: list[tuple[np.ndarray, int]]) -> Any:
         return preparer.prepare([Voice(s, r) for s, r in voices])
 
-    # Graph captures (first call of each bucket) timed on their own, then kept out of the timings.
-    captures = {}
-    for n in sizes:
-        start = time.perf_counter()
-        batched(preparers["batched, no recheck"], paths[:n])
-        sync()
-        captures[n] = (time.perf_counter() - start) * 1000.0
-    record["first_call_ms"] = captures
+    def captures(self) -> None:
+        """Graph captures (first call of each bucket) timed on their own, then kept out of the timings."""
+        captures = {}
+        for n in self.sizes:
+            start = time.perf_counter()
+            self.batched(self.preparers["batched, no recheck"], self.paths[:n])
+            sync()
+            captures[n] = (time.perf_counter() - start) * 1000.0
+        self.record["first_call_ms"] = captures
 
-    timings: dict[str, dict[str, Any]] = {}
-    for n in sizes if wanted("timings") else []:
-        print(f"timing N={n}", file=sys.stderr, flush=True)
-        voices_n = decoded_all[:n]
+    def timings(self) -> dict[str, dict[str, Any]]:
+        timings: dict[str, dict[str, Any]] = {}
+        for n in self.sizes if self.wanted("timings") else []:
+            print(f"timing N={n}", file=sys.stderr, flush=True)
+            timings[str(n)] = self.timing_row(n)
+            self.record["timings"] = timings
+            self.save()
+        return timings
+
+    def timing_row(self, n: int) -> dict[str, Any]:
+        paths, repeats, voices_n = self.paths[:n], self.args.repeats, self.decoded_all[:n]
         row: dict[str, Any] = {}
-        few = max(3, args.repeats // (4 if n >= 8 else 2))
+        few = max(3, repeats // (4 if n >= 8 else 2))
         row["per-voice, plugin"] = summary(
-            timed(lambda n=n: per_voice(paths[:n], plugin_speaker), few, warmup=1)
+            timed(lambda: self.per_voice(paths, self.plugin_speaker), few, warmup=1)
         )
-        row["per-voice, all CPU"] = summary(timed(lambda n=n: per_voice(paths[:n], cpu_speaker), 3, warmup=1))
-        row["batched"] = summary(timed(lambda n=n: batched(preparers["batched"], paths[:n]), args.repeats))
+        row["per-voice, all CPU"] = summary(
+            timed(lambda: self.per_voice(paths, self.cpu_speaker), 3, warmup=1)
+        )
+        row["batched"] = summary(timed(lambda: self.batched(self.preparers["batched"], paths), repeats))
         row["decoded: per-voice, plugin"] = summary(
-            timed(lambda v=voices_n: per_voice_decoded(v, plugin_speaker), few, warmup=1)
+            timed(lambda: self.per_voice_decoded(voices_n, self.plugin_speaker), few, warmup=1)
         )
         row["rechecked"] = {}
         row["route"] = {}
-        for name, preparer in preparers.items():
+        for name, preparer in self.preparers.items():
             try:
                 row[f"decoded: {name}"] = summary(
-                    timed(lambda v=voices_n, p=preparer: batched_decoded(p, v), args.repeats)
+                    timed(lambda p=preparer: self.batched_decoded(p, voices_n), repeats)
                 )
-                row["rechecked"][name] = batched_decoded(preparer, voices_n)[1].rechecked
+                row["rechecked"][name] = self.batched_decoded(preparer, voices_n)[1].rechecked
                 row["route"][name] = preparer.last_route.s3 if preparer.last_route else None
             except Exception as exc:  # one broken variant must not cost the run
                 row[f"decoded: {name}"] = {"error": f"{type(exc).__name__}: {exc}"}
                 print(f"{name}: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
-        timings[str(n)] = row
-        record["timings"] = timings
-        save()
+        return row
 
-    profiler = make({"streams": False, "profile": on_gpu})
-    phases: dict[str, Any] = {}
-    for n in sizes if on_gpu and wanted("phases") else []:
-        runs = []
-        for _ in range(1 if SMOKE else 12):
-            batched_decoded(profiler, decoded_all[:n])
-            runs.append(dict(profiler.last_phases))
-        phases[str(n)] = {name: statistics.median(r[name] for r in runs[2:] or runs) for name in runs[0]}
-    record["phases_one_stream_ms"] = phases
-    save()
+    def phases(self) -> None:
+        profiler = self.make({"streams": False, "profile": self.on_gpu})
+        phases: dict[str, Any] = {}
+        for n in self.sizes if self.on_gpu and self.wanted("phases") else []:
+            runs = []
+            for _ in range(1 if SMOKE else 12):
+                self.batched_decoded(profiler, self.decoded_all[:n])
+                runs.append(dict(profiler.last_phases))
+            phases[str(n)] = {name: statistics.median(r[name] for r in runs[2:] or runs) for name in runs[0]}
+        self.record["phases_one_stream_ms"] = phases
+        self.save()
 
-    serving_sizes = [int(s) for s in args.serving_sizes.split(",") if s] if wanted("serving") else []
-    if serving_sizes:
-        folder = work / "serving"
+    def serving(self) -> None:
+        serving_sizes = _ints(self.args.serving_sizes) if self.wanted("serving") else []
+        if not serving_sizes:
+            return
+        folder = self.work / "serving"
         folder.mkdir()
         serving = write_serving(folder, max(serving_sizes))
         rows: dict[str, Any] = {}
         for n in serving_sizes:
             print(f"timing serving shape N={n}", file=sys.stderr, flush=True)
+            paths = serving[:n]
             row = {
-                "per-voice, plugin": summary(timed(lambda n=n: per_voice(serving[:n], plugin_speaker), 3, 1))
+                "per-voice, plugin": summary(
+                    timed(lambda v=paths: self.per_voice(v, self.plugin_speaker), 3, 1)
+                )
             }
             for name in ("batched", "batched, no recheck", "batched, device route"):
                 row[name] = summary(
-                    timed(lambda n=n, p=preparers[name]: batched(p, serving[:n]), args.repeats)
+                    timed(lambda v=paths, p=self.preparers[name]: self.batched(p, v), self.args.repeats)
                 )
-            row["rechecked"] = batched(preparers["batched"], serving[:n])[1].rechecked
+            row["rechecked"] = self.batched(self.preparers["batched"], paths)[1].rechecked
             rows[str(n)] = row
-        record["serving_shape"] = rows
-        save()
+        self.record["serving_shape"] = rows
+        self.save()
 
-    record["parity"] = {}
-    for name, preparer in preparers.items() if wanted("parity") else []:
-        if name in ("batched", "batched, no recheck", "batched, device route"):
+    def parity_of(self, preparer: ReferencePreparer) -> dict[str, Any]:
+        return parity(self.decoded_all, self.tokenizer, self.encoder, self.encoder_tf32_off, self.ort, self.dev,
+                      preparer)  # fmt: skip
+
+    def parity(self) -> None:
+        self.record["parity"] = {}
+        for name in (
+            ("batched", "batched, no recheck", "batched, device route") if self.wanted("parity") else ()
+        ):
             try:
-                record["parity"][name] = parity(
-                    decoded_all, tokenizer, encoder, encoder_tf32_off, ort, dev, preparer
-                )
+                self.record["parity"][name] = self.parity_of(self.preparers[name])
             except Exception as exc:
-                record["parity"][name] = {"error": f"{type(exc).__name__}: {exc}"}
-    save()
-    if wanted("probes"):
-        record["probes"] = {
-            "cudnn TF32 on (torch's default)": probes(decoded_all, tokenizer, dev, cudnn_tf32=True),
-            "cudnn TF32 off": probes(decoded_all, tokenizer, dev, cudnn_tf32=False),
-        }
-        save()
+                self.record["parity"][name] = {"error": f"{type(exc).__name__}: {exc}"}
+        self.save()
 
-    tf32_sizes = [int(s) for s in args.tf32_sizes.split(",") if s] if on_gpu and wanted("tf32") else []
-    if tf32_sizes:
+    def probes(self) -> None:
+        if not self.wanted("probes"):
+            return
+        self.record["probes"] = {
+            "cudnn TF32 on (torch's default)": probes(
+                self.decoded_all, self.tokenizer, self.dev, cudnn_tf32=True
+            ),
+            "cudnn TF32 off": probes(self.decoded_all, self.tokenizer, self.dev, cudnn_tf32=False),
+        }
+        self.save()
+
+    def tf32(self) -> None:
+        tf32_sizes = _ints(self.args.tf32_sizes) if self.on_gpu and self.wanted("tf32") else []
+        if not tf32_sizes:
+            return
         torch.set_float32_matmul_precision("high")
         try:
-            fast = {name: make(VARIANTS[name]) for name in ("batched", "batched, device route")}
+            fast = {name: self.make(VARIANTS[name]) for name in ("batched", "batched, device route")}
             rows = {}
             for n in tf32_sizes:
                 print(f"timing TF32 matmuls N={n}", file=sys.stderr, flush=True)
-                voices_n = decoded_all[:n]
+                voices_n = self.decoded_all[:n]
                 row = {"decoded: per-voice, plugin": summary(
-                    timed(lambda v=voices_n: per_voice_decoded(v, plugin_speaker), 3, warmup=1))}  # fmt: skip
+                    timed(lambda v=voices_n: self.per_voice_decoded(v, self.plugin_speaker), 3, warmup=1))}  # fmt: skip
                 for name, preparer in fast.items():
                     row[f"decoded: {name}"] = summary(
-                        timed(lambda v=voices_n, p=preparer: batched_decoded(p, v), args.repeats)
+                        timed(lambda v=voices_n, p=preparer: self.batched_decoded(p, v), self.args.repeats)
                     )
                 rows[str(n)] = row
-            record["tf32_matmuls"] = {
+            self.record["tf32_matmuls"] = {
                 "timings": rows,
-                "parity": {
-                    name: parity(decoded_all, tokenizer, encoder, encoder_tf32_off, ort, dev, p)
-                    for name, p in fast.items()
-                },
+                "parity": {name: self.parity_of(p) for name, p in fast.items()},
             }
         finally:
             torch.set_float32_matmul_precision("highest")
-        save()
+        self.save()
 
-    if wanted("cpu_left"):
-        record["cpu_left"] = cpu_left(paths, preparers, tokenizer, plugin_speaker, dev)
-    record["targets"] = targets(timings)
-    save()
-    print(report(record))
+
+def main() -> int:
+    args = parse_args()
+    global SMOKE
+    SMOKE = args.smoke
+    bench = Bench(args)
+    bench.captures()
+    timings = bench.timings()
+    bench.phases()
+    bench.serving()
+    bench.parity()
+    bench.probes()
+    bench.tf32()
+    if bench.wanted("cpu_left"):
+        bench.record["cpu_left"] = cpu_left(bench.paths, bench.preparers, bench.tokenizer, bench.plugin_speaker,
+                                            bench.dev)  # fmt: skip
+    bench.record["targets"] = targets(timings)
+    bench.save()
+    print(report(bench.record))
     return 0
 
 

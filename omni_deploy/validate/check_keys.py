@@ -302,7 +302,7 @@ def check_keys(ctx: Context) -> list[Finding]:
               - stage_id: 0
     I313:
         What it does: notes a key that omni-deploy's vLLM plugin reads and the target vllm-omni does
-            not (token2wav_device_spk, token2wav_allow_tf32).
+            not (token2wav_device_spk, token2wav_allow_tf32, token2wav_device_prepare).
         Why: the key acts only where the plugin is installed and allowed (`omni-deploy serve` sees to
             it); a plain vllm-omni ignores it.
         Fails:

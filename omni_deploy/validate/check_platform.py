@@ -16,9 +16,9 @@ def check_platform_rules(ctx: Context) -> list[Finding]:
 
     I371:
         What it does: notes a CUDA-only Code2Wav switch (token2wav_device_spk, token2wav_allow_tf32,
-            token2wav_trt) in a file checked for another platform too.
-        Why: a note: off CUDA, CAM++ runs with ONNX Runtime on the CPU whatever the switch says, so the
-            switch has no effect there.
+            token2wav_trt, token2wav_device_prepare) in a file checked for another platform too.
+        Why: a note: off CUDA, CAM++ runs with ONNX Runtime on the CPU whatever the switch says (and
+            vllm-omni prepares each reference voice itself), so the switch has no effect there.
         Fails:
             base_config: minicpmo_4_5_turn.yaml
             connectors:

@@ -164,146 +164,145 @@ class ReferencePreparer:
     ) -> list[PreparedVoice | None]:
         started = time.thread_time()
         route = self.last_route = self._route()
-        rates = [int(v.sample_rate) for v in voices]
-        lengths = [int(s.numel()) for s in samples]
-        plans = [VoicePlan.of(n, r) for n, r in zip(lengths, rates, strict=True)]
-        count, raw_total = len(voices), sum(lengths)
-        starts16, _ = resampled_layout(lengths, rates, S3_RATE, raw_total)
-        starts24, _ = resampled_layout(lengths, rates, FLOW_RATE, raw_total)
-        raw_starts = offsets(lengths)
-        token_plan = (
-            None
-            if route.s3 == PER_VOICE
-            else self._tokens.plan([p.mel_frames for p in plans], route.s3 == HOST)
-        )
-
-        upload = Upload(self.device)
-        upload.waves(samples)
-        for target in (S3_RATE, FLOW_RATE):
-            for group in rate_groups(lengths, rates, target):
-                upload.ints(f"{target}/{group.rate}", [raw_starts[i] for i in group.members]
-                            + [lengths[i] for i in group.members])  # fmt: skip
-        upload.ints("16k", starts16 + [p.samples16 for p in plans] + [p.mel_frames for p in plans])
-        upload.ints("24k", starts24 + [p.samples24 for p in plans] + [p.flow_frames for p in plans])
-        upload.ints("lengths", [p.tokens for p in plans] + [p.flow_frames for p in plans])
-        if token_plan is not None:
-            upload.ints("s3", token_plan.ints)
+        work = self._plan_pass(samples, voices, route)
         marks = _Marks(self.profile and self.device.type == "cuda" and not self.streams)
-        flat, ints = upload.send()
-        raw = Ragged(flat, raw_starts, lengths)
+        work.send(self.device, samples)
         marks.mark("upload")
-        groups = {target: [ints[f"{target}/{g.rate}"].view(2, -1) for g in rate_groups(lengths, rates, target)]
-                  for target in (S3_RATE, FLOW_RATE)}  # fmt: skip
-        at16, at24 = ints["16k"].view(3, count), ints["24k"].view(3, count)
         streams = self._streams()
-
-        def flow_grid() -> torch.Tensor:
-            # vllm-omni resamples and computes both mels on the CPU, in FP32: the device does the
-            # same with TF32 off for matmuls and cuDNN convolutions alike.
-            with torch.inference_mode(), precision_scope(False, cudnn_tf32=False):
-                flat24 = resample_all(raw, rates, FLOW_RATE, groups[FLOW_RATE])
-                flow = flow_mel(flat24, at24[0], at24[1], max(p.flow_frames for p in plans))
-                return to_token_grid(flow, at24[2], self.up_rate * max(p.tokens for p in plans))
-
-        if streams:  # the flow mel needs the upload only: it runs beside all the rest
-            main, flow_stream, cam_stream = streams
-            flow_stream.wait_stream(main)
-            flat.record_stream(flow_stream)
-            at24.record_stream(flow_stream)  # and with it the rest of the integers
-            with torch.cuda.stream(flow_stream):
-                grid = flow_grid()
+        out = self._run_streamed(work, streams) if streams else self._run_serial(work, marks)
+        if tuple(out.embeddings.shape) != (work.count, 192):
+            raise RuntimeError(f"speaker embeddings {tuple(out.embeddings.shape)} for {work.count} voices")
         with torch.inference_mode():
-            with precision_scope(False, cudnn_tf32=False):
-                flat16 = resample_all(raw, rates, S3_RATE, groups[S3_RATE])
-                device_mels = (
-                    s3_log_mel(flat16, at16[0], at16[1], at16[2], max(p.mel_frames for p in plans))
-                    if route.s3 == DEVICE
-                    else None
-                )
-            waves16 = [flat16[s : s + p.samples16] for s, p in zip(starts16, plans, strict=True)]
-        marks.mark("resample to 16 kHz" + (", S3 log-mel" if device_mels is not None else ""))
-        if not streams:
-            grid = flow_grid()
-            marks.mark("resample to 24 kHz, flow mel")
-        tokens: TokenResult | None = None
-        host_mels: list[torch.Tensor] = []
-        if streams:
-            cam_stream.wait_stream(main)  # before the S3 work is queued: CAM++ waits for 16 kHz only
-            flat16.record_stream(cam_stream)
-            if device_mels is not None and token_plan is not None:
-                tokens = self._tokens.run(token_plan, device_mels, ints["s3"])
-            with torch.cuda.stream(cam_stream):
-                embeddings = self.embed(waves16)
-            if route.s3 == HOST and token_plan is not None:
-                tokens, host_mels = self._host_tokens(voices, plans, token_plan, ints["s3"])
-            main.wait_stream(cam_stream)
-            main.wait_stream(flow_stream)
-            embeddings.record_stream(main)
-            grid.record_stream(main)
-        else:
-            embeddings = self.embed(waves16)
-            marks.mark("CAM++")
-            if token_plan is not None:
-                if device_mels is not None:
-                    tokens = self._tokens.run(token_plan, device_mels, ints["s3"])
-                else:
-                    tokens, host_mels = self._host_tokens(voices, plans, token_plan, ints["s3"])
-                marks.mark("S3 tokens")
-        if tuple(embeddings.shape) != (count, 192):
-            raise RuntimeError(f"speaker embeddings {tuple(embeddings.shape)} for {count} voices")
-        with torch.inference_mode():
-            norms = torch.linalg.vector_norm(embeddings.float(), dim=1)
+            norms = torch.linalg.vector_norm(out.embeddings.float(), dim=1)
             usable = torch.isfinite(norms) & (norms >= self.min_embedding_norm)
-            lens32 = ints["lengths"].to(torch.int32)
+            lens32 = work.ints["lengths"].to(torch.int32)
             margins_dev = (
-                tokens.margins.float() if tokens is not None else norms.new_full((count,), float("inf"))
+                out.tokens.margins.float()
+                if out.tokens is not None
+                else norms.new_full((work.count,), float("inf"))
             )
             both = torch.cat((margins_dev, usable.float()))
             self.last_host_ms += (time.thread_time() - started) * 1000.0
             host = both.cpu().tolist()  # the one wait
             resumed = time.thread_time()
         self.last_phases = marks.elapsed()
-        margins, usable_host = host[:count], host[count:]
+        margins, usable_host = host[: work.count], host[work.count :]
         call.passes += 1
-        call.voices += count
+        call.voices += work.count
         call.routes[route.s3] = call.routes.get(route.s3, 0) + 1
-
-        out: list[PreparedVoice | None] = []
-        token_starts = offsets([p.tokens for p in plans])
-        for i, plan in enumerate(plans):
-            if not usable_host[i]:
-                call.left_to_caller += 1
-                out.append(None)
-                continue
-            values = None
-            if tokens is not None:
-                at = token_starts[i]
-                codes = tokens.codes[at : at + plan.tokens].view(1, plan.tokens)
-                values = tokens.values[at : at + plan.tokens]
-            rechecked = tokens is None or (margins[i] < self.margin and self.exact_tokens is not None)
-            if rechecked:
-                assert self.exact_tokens is not None
-                exact = self.exact_tokens(voices[i], host_mels[i] if host_mels else None)
-                if tuple(exact.shape) != (1, plan.tokens):
-                    raise RuntimeError(
-                        f"exact tokens {tuple(exact.shape)} for a voice of {plan.tokens} tokens"
-                    )
-                codes = exact.to(device=self.device, dtype=torch.int32)
-                call.rechecked += 1
-            out.append(
-                PreparedVoice(
-                    speech_tokens=codes,
-                    speech_token_len=lens32[i : i + 1],
-                    speaker_embedding=embeddings[i : i + 1],
-                    mels=grid[i : i + 1, : self.up_rate * plan.tokens],
-                    mel_len=lens32[count + i : count + i + 1],
-                    margin=float(margins[i]),
-                    rechecked=rechecked,
-                    quantizer_values=values,
-                )
-            )
+        token_starts = offsets([p.tokens for p in work.plans])
+        results = [
+            self._voice(work, out, lens32, i, token_starts[i], margins[i], call) if usable_host[i] else None
+            for i in range(work.count)
+        ]
+        call.left_to_caller += sum(1 for flag in usable_host if not flag)
         self.last_host_ms += (time.thread_time() - resumed) * 1000.0
+        return results
+
+    def _plan_pass(self, samples: list[torch.Tensor], voices: list[Voice], route: Route) -> _Work:
+        rates = [int(v.sample_rate) for v in voices]
+        lengths = [int(s.numel()) for s in samples]
+        plans = [VoicePlan.of(n, r) for n, r in zip(lengths, rates, strict=True)]
+        token_plan = (
+            None
+            if route.s3 == PER_VOICE
+            else self._tokens.plan([p.mel_frames for p in plans], route.s3 == HOST)
+        )
+        return _Work(voices, route, rates, lengths, plans, token_plan)
+
+    def _flow_grid(self, work: _Work) -> torch.Tensor:
+        # vllm-omni resamples and computes both mels on the CPU, in FP32: the device does the same
+        # with TF32 off for matmuls and cuDNN convolutions alike.
+        with torch.inference_mode(), precision_scope(False, cudnn_tf32=False):
+            flat24 = resample_all(work.raw, work.rates, FLOW_RATE, work.groups[FLOW_RATE])
+            flow = flow_mel(flat24, work.at24[0], work.at24[1], max(p.flow_frames for p in work.plans))
+            return to_token_grid(flow, work.at24[2], self.up_rate * max(p.tokens for p in work.plans))
+
+    def _resample16(self, work: _Work) -> tuple[torch.Tensor, torch.Tensor | None, list[torch.Tensor]]:
+        """The 16 kHz waveforms (flat, and one view per voice) and, on the device route, the S3 log-mel."""
+        at16, plans = work.at16, work.plans
+        with torch.inference_mode():
+            with precision_scope(False, cudnn_tf32=False):
+                flat16 = resample_all(work.raw, work.rates, S3_RATE, work.groups[S3_RATE])
+                device_mels = (
+                    s3_log_mel(flat16, at16[0], at16[1], at16[2], max(p.mel_frames for p in plans))
+                    if work.route.s3 == DEVICE
+                    else None
+                )
+            waves16 = [flat16[s : s + p.samples16] for s, p in zip(work.starts16, plans, strict=True)]
+        return flat16, device_mels, waves16
+
+    def _run_streamed(self, work: _Work, streams: tuple[Any, Any, Any]) -> _Outputs:
+        """The flow mel and CAM++ on streams of their own, beside the S3 tokens on the caller's."""
+        main, flow_stream, cam_stream = streams
+        flow_stream.wait_stream(main)  # the flow mel needs the upload only: it runs beside all the rest
+        work.flat.record_stream(flow_stream)
+        work.at24.record_stream(flow_stream)  # and with it the rest of the integers
+        with torch.cuda.stream(flow_stream):
+            grid = self._flow_grid(work)
+        flat16, device_mels, waves16 = self._resample16(work)
+        out = _Outputs(grid)
+        cam_stream.wait_stream(main)  # before the S3 work is queued: CAM++ waits for 16 kHz only
+        flat16.record_stream(cam_stream)
+        if device_mels is not None and work.token_plan is not None:
+            out.tokens = self._tokens.run(work.token_plan, device_mels, work.ints["s3"])
+        with torch.cuda.stream(cam_stream):
+            out.embeddings = self.embed(waves16)
+        if work.route.s3 == HOST and work.token_plan is not None:
+            out.tokens, out.host_mels = self._host_tokens(
+                work.voices, work.plans, work.token_plan, work.ints["s3"]
+            )
+        main.wait_stream(cam_stream)
+        main.wait_stream(flow_stream)
+        out.embeddings.record_stream(main)
+        grid.record_stream(main)
         return out
+
+    def _run_serial(self, work: _Work, marks: _Marks) -> _Outputs:
+        """Everything on the caller's stream, one phase after another (`marks` times them)."""
+        _, device_mels, waves16 = self._resample16(work)
+        marks.mark("resample to 16 kHz" + (", S3 log-mel" if device_mels is not None else ""))
+        out = _Outputs(self._flow_grid(work))
+        marks.mark("resample to 24 kHz, flow mel")
+        out.embeddings = self.embed(waves16)
+        marks.mark("CAM++")
+        if work.token_plan is not None:
+            if device_mels is not None:
+                out.tokens = self._tokens.run(work.token_plan, device_mels, work.ints["s3"])
+            else:
+                out.tokens, out.host_mels = self._host_tokens(
+                    work.voices, work.plans, work.token_plan, work.ints["s3"]
+                )
+            marks.mark("S3 tokens")
+        return out
+
+    def _voice(
+        self, work: _Work, out: _Outputs, lens32: torch.Tensor, i: int, at: int, margin: float, call: Stats
+    ) -> PreparedVoice:
+        """Voice `i` of the pass, its tokens recomputed one by one where they are near a boundary."""
+        plan, count = work.plans[i], work.count
+        values = None
+        if out.tokens is not None:
+            codes = out.tokens.codes[at : at + plan.tokens].view(1, plan.tokens)
+            values = out.tokens.values[at : at + plan.tokens]
+        rechecked = out.tokens is None or (margin < self.margin and self.exact_tokens is not None)
+        if rechecked:
+            assert self.exact_tokens is not None
+            exact = self.exact_tokens(work.voices[i], out.host_mels[i] if out.host_mels else None)
+            if tuple(exact.shape) != (1, plan.tokens):
+                raise RuntimeError(f"exact tokens {tuple(exact.shape)} for a voice of {plan.tokens} tokens")
+            codes = exact.to(device=self.device, dtype=torch.int32)
+            call.rechecked += 1
+        return PreparedVoice(
+            speech_tokens=codes,
+            speech_token_len=lens32[i : i + 1],
+            speaker_embedding=out.embeddings[i : i + 1],
+            mels=out.grid[i : i + 1, : self.up_rate * plan.tokens],
+            mel_len=lens32[count + i : count + i + 1],
+            margin=float(margin),
+            rechecked=rechecked,
+            quantizer_values=values,
+        )
 
     def _host_tokens(
         self, voices: list[Voice], plans: list[VoicePlan], token_plan: TokenPlan, ints: torch.Tensor
@@ -349,6 +348,63 @@ class ReferencePreparer:
         if self._side is None:
             self._side = (torch.cuda.Stream(self.device), torch.cuda.Stream(self.device))
         return (torch.cuda.current_stream(self.device), *self._side)
+
+
+@dataclass
+class _Work:
+    """One pass's layout: its voices, their plans, and (after `send`) what is on the device."""
+
+    voices: list[Voice]
+    route: Route
+    rates: list[int]
+    lengths: list[int]
+    plans: list[VoicePlan]
+    token_plan: TokenPlan | None
+    starts16: list[int] = field(default_factory=list)
+    flat: Any = None  # every waveform, flat, on the device
+    ints: dict[str, torch.Tensor] = field(default_factory=dict)
+    raw: Any = None  # Ragged over `flat`
+    groups: dict[int, list[torch.Tensor]] = field(default_factory=dict)  # per target rate, per source rate
+    at16: Any = None  # [3, B]: 16 kHz starts, lengths, S3 mel frames
+    at24: Any = None  # [3, B]: 24 kHz starts, lengths, flow mel frames
+
+    @property
+    def count(self) -> int:
+        return len(self.voices)
+
+    def send(self, device: torch.device, samples: list[torch.Tensor]) -> None:
+        """The waveforms and every integer the pass needs, in one transfer."""
+        lengths, rates, plans = self.lengths, self.rates, self.plans
+        raw_total = sum(lengths)
+        self.starts16, _ = resampled_layout(lengths, rates, S3_RATE, raw_total)
+        starts24, _ = resampled_layout(lengths, rates, FLOW_RATE, raw_total)
+        raw_starts = offsets(lengths)
+        upload = Upload(device)
+        upload.waves(samples)
+        for target in (S3_RATE, FLOW_RATE):
+            for group in rate_groups(lengths, rates, target):
+                upload.ints(f"{target}/{group.rate}", [raw_starts[i] for i in group.members]
+                            + [lengths[i] for i in group.members])  # fmt: skip
+        upload.ints("16k", self.starts16 + [p.samples16 for p in plans] + [p.mel_frames for p in plans])
+        upload.ints("24k", starts24 + [p.samples24 for p in plans] + [p.flow_frames for p in plans])
+        upload.ints("lengths", [p.tokens for p in plans] + [p.flow_frames for p in plans])
+        if self.token_plan is not None:
+            upload.ints("s3", self.token_plan.ints)
+        self.flat, self.ints = upload.send()
+        self.raw = Ragged(self.flat, raw_starts, lengths)
+        self.groups = {target: [self.ints[f"{target}/{g.rate}"].view(2, -1) for g in rate_groups(lengths, rates, target)]
+                       for target in (S3_RATE, FLOW_RATE)}  # fmt: skip
+        self.at16, self.at24 = self.ints["16k"].view(3, self.count), self.ints["24k"].view(3, self.count)
+
+
+@dataclass
+class _Outputs:
+    """What a pass computed on the device."""
+
+    grid: torch.Tensor  # [B, up_rate * max tokens, 80]: the flow mels on the token grid
+    embeddings: Any = None  # [B, 192]
+    tokens: TokenResult | None = None
+    host_mels: list[torch.Tensor] = field(default_factory=list)  # the host route's S3 log-mels
 
 
 class _Marks:
