@@ -19,6 +19,7 @@ from types import ModuleType
 from typing import Any
 
 from omni_deploy.integrations.guard import session_embedder
+from omni_deploy.integrations.refprep import plug
 from omni_deploy.integrations.report import Outcome, report, warn, warn_once
 from omni_deploy.integrations.takeover import (
     admit,
@@ -179,7 +180,7 @@ def take_over(code2wav: Any, stands_aside: bool = False) -> Outcome:
     if not admission.ok:
         outcome.why = admission.why
         return outcome
-    return _install_guard(core, device, current, choice, label, outcome)
+    return _install_guard(code2wav, core, device, current, choice, label, outcome)
 
 
 def _stand_aside(outcome: Outcome, current: Any, label: str) -> Outcome:
@@ -192,9 +193,10 @@ def _stand_aside(outcome: Outcome, current: Any, label: str) -> Outcome:
 
 
 def _install_guard(
-    core: Any, device: Any, current: Any, choice: Choice, label: str, outcome: Outcome
+    code2wav: Any, core: Any, device: Any, current: Any, choice: Choice, label: str, outcome: Outcome
 ) -> Outcome:
-    """The guarded encoder in the core's `_spk_model` slot, vllm-omni's session behind it."""
+    """The guarded encoder in the core's `_spk_model` slot, vllm-omni's session behind it; then
+    the batched reference preparation over the same encoder (issue 26: integrations/refprep)."""
     onnx_path = os.path.join(str(core.model_path), "campplus.onnx")
     outcome.onnx = onnx_path
     guard, encoder = load_guard(onnx_path, device, choice, session_embedder(current), label, outcome)
@@ -204,6 +206,8 @@ def _install_guard(
 
     def retire(what: str) -> None:
         core._spk_model = current  # vllm-omni's own ORT branch from now on
+        if outcome.prepare == "batched":
+            outcome.prepare = "per-voice(encoder retired)"  # the hook stops with the encoder
         if reported is not None:
             reported(what)
 
@@ -212,6 +216,7 @@ def _install_guard(
     outcome.backend, outcome.device, outcome.why = CUDA_TORCH, str(encoder.device), choice.decided_by
     outcome.replaced, outcome.tf32 = "onnxruntime-cpu", tf32_field(choice)
     outcome.kernels = str(getattr(getattr(encoder, "model", None), "backend", "?"))
+    outcome.prepare = plug(code2wav, core, guard, encoder, stage_extra(code2wav), choice, label)
     return outcome
 
 

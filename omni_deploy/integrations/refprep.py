@@ -274,3 +274,25 @@ def hook_stage(
     state = make_state(code2wav, core, encoder, (modules[1], modules[2]), label, limit, log, active)
     attach(code2wav, state)
     return "batched"
+
+
+def plug(code2wav: Any, core: Any, guard: Any, encoder: Any, extra: Mapping[str, Any], speaker: Choice,
+         label: str) -> str:  # fmt: skip
+    """For the plugin's MiniCPM-o patch (integrations/minicpmo), once its guarded encoder is in the
+    core's speaker slot: the batched preparation over the same encoder, stopping when the guard
+    retires it. Returns the report line's `prepare` field; never raises into vLLM."""
+    from omni_deploy.integrations.report import logger, warn
+
+    def log(level: str, message: str, *args: Any) -> None:
+        if level == "warning":
+            warn(message, *args)
+        else:
+            logger().info(message, *args)
+
+    try:
+        return hook_stage(code2wav, core, encoder, extra, speaker, label, int(guard.limit), log,
+                          active=lambda: not guard.retired)  # fmt: skip
+    except Exception as exc:  # never break serving: vllm-omni's own preparation stays
+        warn("%s: batched reference preparation could not be set up (%s: %s); vllm-omni prepares each voice "
+             "itself", label, type(exc).__name__, exc)  # fmt: skip
+        return f"per-voice(error: {type(exc).__name__})"

@@ -68,6 +68,7 @@ class Outcome:
     warnings: list[str] = field(default_factory=list)
     retired: str | None = None  # why the encoder was retired for good, once it was
     warmup_s: float | None = None  # the encoder's warm-up embedding before the first request
+    prepare: str = "n/a"  # new reference voices (issue 26): "batched", or "per-voice(<why>)"
 
 
 def token(text: str) -> str:
@@ -80,9 +81,9 @@ def report(outcome: Outcome) -> None:
     """The INFO line (serve parses its key=value fields) and, where asked for, the report file."""
     logger().info(
         "%s stage=%s backend=%s device=%s tf32=%s kernels=%s onnx=%s replaced=%s decided-by=%s model=%s "
-        "vllm-omni=%s",
+        "vllm-omni=%s prepare=%s",
         REPORT_MARK, token(outcome.stage), outcome.backend, outcome.device, outcome.tf32, outcome.kernels,
-        outcome.onnx, outcome.replaced, token(outcome.why), outcome.model, token(outcome.vllm_omni),
+        outcome.onnx, outcome.replaced, token(outcome.why), outcome.model, token(outcome.vllm_omni), token(outcome.prepare),
     )  # fmt: skip
     write_file(outcome)
 

@@ -189,3 +189,46 @@ def test_the_deploy_files_key_decides_the_stage(model_dir: Path) -> None:
     code2wav, field, lines = stage({KEY_DEVICE_PREPARE: True, "token2wav_device_spk": False})
     assert field == "per-voice(speaker backend cpu-onnxruntime)" and "_parse_item" not in vars(code2wav)
     assert len(lines) == 1 and lines[0].startswith("warning") and "cannot apply" in lines[0]
+
+
+def test_the_plugins_patch_hooks_the_stage_behind_its_guard(
+    model_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Through the plugin as vLLM loads it: register(), then vllm-omni's own load_weights ->
+    _build_backend, wrapped by the MiniCPM-o patch (issue 22's lazy hook and guard)."""
+    import logging
+
+    from omni_deploy.integrations import import_hooks, report, takeover, vllm_plugin
+    from omni_deploy.integrations.guard import GuardedSpeakerModel
+    from omni_deploy.speaker_rules import LOGGER_NAME, REPORT_MARK
+
+    monkeypatch.delenv("OMNI_DEPLOY_SPK_BACKEND", raising=False)
+    monkeypatch.delenv("MINICPMO_TOKEN2WAV_TRT", raising=False)
+    monkeypatch.setenv("OMNI_DEPLOY_SPK_ALLOW_CPU", "1")
+    monkeypatch.setattr(report, "_warned", set())
+    monkeypatch.setattr(import_hooks, "_hooks", {})
+    monkeypatch.setattr(takeover, "_admitted", {})
+    monkeypatch.delitem(c2w.__dict__, "__omni_deploy_patches__", raising=False)
+    monkeypatch.setattr(c2w.MiniCPMO45Code2Wav, "_build_backend", c2w.MiniCPMO45Code2Wav._build_backend)
+    lines: list[str] = []
+    handler = logging.Handler()
+    handler.emit = lambda record: lines.append(record.getMessage())  # type: ignore[method-assign]
+    logger = logging.getLogger(LOGGER_NAME)
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    try:
+        vllm_plugin.register()
+        code2wav = build(model_dir)
+        core = code2wav.backend._token2wav._core
+        assert isinstance(core._spk_model, GuardedSpeakerModel)
+        state = code2wav._omni_deploy_refprep
+        assert isinstance(state, refprep.HookState) and state.active()
+        (line,) = [m for m in lines if m.startswith(REPORT_MARK)]
+        assert "backend=cuda-torch" in line and line.endswith("prepare=batched")
+        call(code2wav)
+        assert state.passes == 1 and state.voices == len(RATES)
+        core._spk_model.retired = True  # the guard retires the encoder: the pass stops with it
+        call(code2wav, epoch=1)
+        assert state.passes == 1 and len(features(code2wav)) == 2 * len(RATES)  # vllm-omni prepared them
+    finally:
+        logger.removeHandler(handler)
