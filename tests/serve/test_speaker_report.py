@@ -132,3 +132,13 @@ def test_the_report_is_in_launch_json_before_it_is_said(tmp_path) -> None:  # ty
 
     report_speaker_backend(tmp_path, "cuda-torch", say)
     assert seen and all(record["speaker_report"]["reported"] for record in seen)
+
+
+def test_the_prepare_field_reads_the_same_from_the_line_and_the_file(
+    plugin_lines: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OMNI_DEPLOY_SPK_REPORT_DIR", str(tmp_path))
+    report(Outcome("cuda-torch", "cuda:0", "token2wav_device_spk (default)", stage="2", prepare="batched"))
+    (from_line,) = read_report(plugin_lines).stages
+    (from_file,) = read_report([], tmp_path).stages
+    assert from_line.fields["prepare"] == from_file.fields["prepare"] == "batched"
