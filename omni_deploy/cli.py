@@ -45,7 +45,7 @@ EXIT_CODES: dict[str, int] = {
     "omni_deploy.errors.Interrupted": EXIT_INTERRUPTED,
     "omni_deploy.errors.UsageProblem": EXIT_USAGE,  # PlanError, K8sOptionError, ProjectSettingsError, ...
     "omni_deploy.errors.OmniDeployError": EXIT_FINDINGS,  # ConfigError, RunDirError, PlanError, ...
-    "omni_deploy.speaker.onnx_weights.SpeakerModelError": EXIT_FINDINGS,
+    "omni_deploy.speaker.onnx_file.SpeakerModelError": EXIT_FINDINGS,
     "omni_deploy.speaker.inputs.AudioError": EXIT_FINDINGS,
     "omni_deploy.bench.results.ResultError": EXIT_FINDINGS,
     "click.exceptions.UsageError": EXIT_USAGE,
@@ -118,15 +118,24 @@ cli.params.append(color_option(default="auto"))
 
 
 def main(argv: list[str] | None = None) -> int:
+    from omni_deploy.redact import scrubbed_output
+
+    # Whatever a command prints, the environment's secrets are scrubbed from it (omni_deploy/redact.py).
+    with scrubbed_output():
+        return _main(argv)
+
+
+def _main(argv: list[str] | None) -> int:
     try:
         result: Any = cli.main(args=argv, prog_name="omni-deploy", standalone_mode=False)
     except click.exceptions.Exit as exc:
         return int(exc.exit_code)
     except click.UsageError as exc:
+        exc.message = _safe(exc.message)  # type: ignore[misc]  # it may quote what was typed
         exc.show()
         return exit_code_of(exc)
     except click.ClickException as exc:
-        click.echo(f"omni-deploy: error: {exc.format_message()}", err=True)
+        click.echo(f"omni-deploy: error: {_safe(exc.format_message())}", err=True)
         return exit_code_of(exc)
     except (click.exceptions.Abort, KeyboardInterrupt) as exc:
         click.echo("omni-deploy: interrupted", err=True)
@@ -151,16 +160,23 @@ def main(argv: list[str] | None = None) -> int:
 def _internal(exc: Exception) -> int:
     code = exit_code_of(exc)
     if code != EXIT_INTERNAL:
-        click.echo(f"omni-deploy: error: {exc}", err=True)
+        click.echo(f"omni-deploy: error: {_safe(exc)}", err=True)
         return code
     if os.environ.get("OMNI_DEPLOY_DEBUG"):
         raise exc
     click.echo(
-        f"omni-deploy: internal error: {type(exc).__name__}: {exc}\n"
+        f"omni-deploy: internal error: {type(exc).__name__}: {_safe(exc)}\n"
         "Please report this; set OMNI_DEPLOY_DEBUG=1 for the traceback.",
         err=True,
     )
     return EXIT_INTERNAL
+
+
+def _safe(message: object) -> str:
+    """An error message, which quotes names and values from files, made safe for a terminal."""
+    from omni_deploy.output.escape import for_terminal
+
+    return for_terminal(message)
 
 
 _OUTPUT_ERRNOS = {errno.ENOSPC, errno.EIO, errno.EDQUOT, errno.EFBIG}

@@ -80,7 +80,14 @@ def _plan(source: Input, report: FileReport, options: Options) -> tuple[Plan | N
         return None, []
     if source.is_stdin:
         assert source.text is not None
-        target, text, bom = None, source.text, False
+        raw_in = source.text
+        if isinstance(raw_in, bytes):  # read from a real stdin: the loader decoded it strictly already
+            try:
+                raw_in = raw_in.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                return None, [f"not fixed: {source.name} is not UTF-8: {exc}"]
+        bom, text = raw_in.startswith(_BOM), raw_in.removeprefix(_BOM)
+        target = None
         fixing = _pairs(report.findings, source.name)
     else:
         target = _own_file(source, report)
@@ -173,7 +180,8 @@ def fix_files(
     stdin = next((i for i in updated if i.is_stdin), None)
     if stdin is not None:
         assert stdin.text is not None
-        say_out(stdin.text)  # ruff and black do the same: the fixed text, fixed or not, on stdout
+        shown = stdin.text if isinstance(stdin.text, str) else stdin.text.decode("utf-8", "replace")
+        say_out(shown)  # ruff and black do the same: the fixed text, fixed or not, on stdout
     # Files read one another (base_config): what each says now comes from a fresh run.
     after = validate_inputs([(i.name, i.text) for i in updated], options) if plans else reports
     return Outcome(after, updated, changed=bool(plans), stdin_printed=stdin is not None, notes=notes)

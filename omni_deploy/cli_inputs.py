@@ -94,4 +94,4 @@ def _only(found: list[Input], file: str | None = None) -> Input:
 def load_deployment(source: Input, pipeline: str | None = None) -> Deployment:
     from omni_deploy.deployment import Deployment
 
-    return Deployment.load(source.name, pipeline=pipeline, text=source.text)
+    return Deployment.load(source.name, pipeline=pipeline, text=source.text, named=source.named)

@@ -8,12 +8,16 @@ the accelerator of this host).
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import click
 
 from omni_deploy.config.stage_schema import PLATFORMS
+from omni_deploy.numbers import SECONDS_LIMIT, parse_count, parse_real
 from omni_deploy.speaker_rules import BACKENDS, Backend
+
+T = TypeVar("T")
 
 SPECIAL_PLATFORMS = {
     "all": "every platform",
@@ -184,3 +188,63 @@ class DeviceType(_Words):
             param,
             ctx,
         )
+
+
+# --- numbers: omni_deploy/numbers.py parses them (ASCII digits, finite, in range) -------------
+
+
+class Count(click.ParamType):
+    """A whole number in ASCII digits within [low, high]."""
+
+    name = "integer"
+
+    def __init__(self, low: int = 0, high: int | None = None) -> None:
+        self.low, self.high = low, high
+
+    def get_metavar(self, param: click.Parameter, ctx: click.Context | None = None) -> str:
+        return "INTEGER" if self.high is None else f"INTEGER RANGE {self.low}-{self.high}"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            value = str(value)
+        try:
+            return parse_count(value, self.low, self.high)
+        except ValueError as exc:
+            self.fail(str(exc), param, ctx)
+
+
+class Real(click.ParamType):
+    """A finite decimal number in its range: NaN, infinity and negative values refused."""
+
+    name = "number"
+
+    def __init__(self, low: float = 0.0, high: float | None = None, low_open: bool = False) -> None:
+        self.low, self.high, self.low_open = low, high, low_open
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            value = repr(value)
+        try:
+            return parse_real(value, self.low, self.high, self.low_open)
+        except ValueError as exc:
+            self.fail(str(exc), param, ctx)
+
+
+MAX_GPUS_PER_NODE = 1024
+PORT = Count(1, 65535)
+
+
+def seconds(low_open: bool = False) -> Real:
+    """Seconds to wait: finite, not negative (more than 0 with `low_open`), at most a week."""
+    return Real(0.0, SECONDS_LIMIT, low_open)
+
+
+def number_list(value: str, parse: Callable[[str], T], what: str, option: str) -> tuple[T, ...]:
+    """`1,4,8` -> its numbers, each through `parse` (parse_count or parse_real with a range)."""
+    try:
+        out = tuple(parse(v) for v in value.split(",") if v.strip())
+    except ValueError as exc:
+        raise click.BadParameter(f"expected comma-separated {what}: {exc}", param_hint=option) from None
+    if not out:
+        raise click.BadParameter(f"give at least one of the {what}", param_hint=option)
+    return out

@@ -52,6 +52,10 @@ def project() -> Project:
             meta["omni_deploy.project"] = find(Path.cwd())
         except ProjectSettingsError as exc:
             raise click.UsageError(str(exc)) from None
+        from omni_deploy.output.escape import for_terminal
+
+        for why in meta["omni_deploy.project"].passed_over:  # said once, on stderr
+            click.echo(f"omni-deploy: warning: project settings not applied: {for_terminal(why)}", err=True)
     found: Project = meta["omni_deploy.project"]
     return found
 

@@ -71,7 +71,8 @@ class Deployment:
         *,
         pipeline: str | None = None,
         env: dict[str, str] | None = None,
-        text: str | None = None,
+        text: str | bytes | None = None,
+        named: bool = True,
     ) -> Deployment:
         """Find the file, resolve its base_config chain and tell its pipeline (raises ConfigError).
 
@@ -79,7 +80,7 @@ class Deployment:
         resolved from `name`'s folder.
         """
         top = Path(name) if text is not None else locate_top_file(name)
-        resolved = resolve_file(top, env, text)
+        resolved = resolve_file(top, env, text, named=named)
         return cls(name, resolved, identify(resolved.config, resolved.chain, pipeline))
 
     @property

@@ -104,9 +104,12 @@ def _as_dict(preparation: Preparation | None) -> dict[str, Any] | None:
 
 
 def as_json(explanation: Explanation) -> str:
+    from omni_deploy.config.nodes import env_values
     from omni_deploy.output.json_doc import dumps
+    from omni_deploy.redact import env_shown_data
 
-    return dumps(explanation.result)
+    # A value the file took from the environment is shown as its ${oc.env:...} expression.
+    return dumps(env_shown_data(explanation.result, env_values(explanation.deployment.config)))
 
 
 def as_text(explanation: Explanation) -> str:
@@ -128,7 +131,32 @@ def as_text(explanation: Explanation) -> str:
     else:
         for p, data in explanation.result["platforms"].items():
             lines += _overview_lines(p, data)
-    return "\n".join(lines)
+    from omni_deploy.config.nodes import env_values
+    from omni_deploy.redact import env_shown
+
+    values = env_values(explanation.deployment.config)  # shown as their ${oc.env:...} expressions
+    return "\n".join(
+        line if isinstance(line, _Table) else _escaped(env_shown(line, values)) for line in lines
+    )
+
+
+def _few(items: list[Any], shown: int = 16) -> str:
+    """A list for a line of text: its first `shown` items and how many more (a file may have thousands)."""
+    if len(items) <= shown:
+        return str(items)
+    return str(items[:shown])[:-1] + f", ... {len(items) - shown} more]"
+
+
+class _Table(str):
+    """A table from output.tables: its cells are escaped already (and it may hold our colours)."""
+
+
+def _escaped(line: str) -> str:
+    """A line of explain's text with what came from files made safe (leading blank lines kept)."""
+    from omni_deploy.output.escape import for_terminal
+
+    body = line.lstrip("\n")
+    return "\n" * (len(line) - len(body)) + for_terminal(body)
 
 
 def _yes(flag: bool) -> str:
@@ -265,7 +293,7 @@ def _stage_table(stages: list[dict[str, Any]]) -> str:
         [_gib(s[key]) if key == "kv_cache_memory_bytes" else s[key] for _, key in _STAGE_COLUMNS]
         for s in stages
     ]
-    return to_text(columns, rows, indent=2)
+    return _Table(to_text(columns, rows, indent=2))
 
 
 def _overview_lines(platform: str, data: dict[str, Any]) -> list[str]:
@@ -273,7 +301,7 @@ def _overview_lines(platform: str, data: dict[str, Any]) -> list[str]:
     for device, d in data["devices"].items():
         kv = f", KV budgets {_gib(d['kv_cache_bytes'])}" if d["kv_cache_bytes"] else ""
         lines.append(
-            f"  device {device}: stages {d['stages']} ask for {d['gpu_memory_utilization']:g} of its memory{kv}"
+            f"  device {device}: stages {_few(d['stages'])} ask for {d['gpu_memory_utilization']:g} of its memory{kv}"
         )
     if data["code2wav"] is not None:
         knobs = ", ".join(f"{k}={json.dumps(v)}" for k, v in data["code2wav"].items() if v is not None)

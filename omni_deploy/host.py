@@ -11,12 +11,12 @@ import importlib.metadata
 import importlib.util
 import os
 import shutil
-import subprocess
 import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from omni_deploy import guarded
 from omni_deploy.bundled import installed_version, installed_vllm_omni_dir
 from omni_deploy.knowledge.versions import major_minor
 from omni_deploy.speaker_rules import (
@@ -32,6 +32,9 @@ from omni_deploy.speaker_rules import (
     reads_device_spk,
     report_line_logged,
 )
+
+MAX_GPUS = 64  # more lines than any node has GPUs: the rest is noise
+MAX_MODULE_BYTES = 8 * 1024 * 1024  # vllm-omni's largest module is under 200 KiB
 
 
 @dataclass
@@ -114,15 +117,16 @@ def _importable(name: str) -> bool:
 
 def vllm_omni_reads_device_spk() -> bool:
     """Whether the installed vllm-omni's Code2Wav reads token2wav_device_spk itself: its file, read
-    (not imported) by the rule the plugin applies to the imported module."""
+    (not imported) by the rule the plugin applies to the imported module, through the guarded
+    reader (an installed tree is no more trusted than a named one)."""
     root = installed_vllm_omni_dir()
     if root is None:
         return False
     path = root.parent.joinpath(*CODE2WAV_MODULE.split(".")).with_suffix(".py")
     try:
-        return reads_device_spk(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError):
-        return False
+        return reads_device_spk(guarded.read_text(path, str(path), MAX_MODULE_BYTES))
+    except guarded.Refused:
+        return False  # an installed file we cannot read claims nothing
 
 
 def plugin_registered() -> bool:
@@ -138,11 +142,10 @@ def vllm_executable() -> tuple[str | None, str | None]:
     path = shutil.which("vllm")
     if path is None:
         return None, None
-    try:
-        with open(path, "rb") as handle:
-            first = handle.readline(4096).decode("utf-8", "replace").strip()
-    except OSError:
+    line = guarded.first_line(path)  # None for a FIFO or a device: never opened
+    if line is None:
         return path, None
+    first = line.decode("utf-8", "replace").strip()
     if not first.startswith("#!"):
         return path, None  # a compiled launcher: cannot tell
     words = first[2:].split()
@@ -165,15 +168,17 @@ def query_gpus() -> tuple[list[str], str]:
     tool = shutil.which("nvidia-smi")
     if tool is None:
         return [], "nvidia-smi not found: no NVIDIA GPU visible"
-    try:
-        done = subprocess.run(
-            [tool, "--query-gpu=name", "--format=csv,noheader"], capture_output=True, text=True, timeout=10
+    try:  # its output is bounded and so is its time: a broken driver can hang or flood
+        done = guarded.capture(
+            [tool, "--query-gpu=name", "--format=csv,noheader"], timeout=10, limit=64 * 1024
         )
-    except (OSError, subprocess.TimeoutExpired) as exc:
+    except OSError as exc:
         return [], f"nvidia-smi failed: {exc}"
+    if done.why_stopped is not None:
+        return [], f"nvidia-smi {done.why_stopped}; stopped it"
     if done.returncode != 0:
         return [], f"nvidia-smi exited {done.returncode}: {done.stderr.strip()[:200]}"
-    names = [line.strip() for line in done.stdout.splitlines() if line.strip()]
+    names = [line.strip()[:200] for line in done.stdout.splitlines() if line.strip()][:MAX_GPUS]
     return names, f"nvidia-smi: {len(names)} GPU(s)"
 
 

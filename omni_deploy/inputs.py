@@ -3,6 +3,11 @@
 A directory stands for the deploy files below it (`*.yaml`/`*.yml`, hidden folders left out),
 and so does a glob; YAML there that is not a deploy file (see knowledge/deploy_file.py) is skipped
 silently, since nobody named it. A file named outright is always checked.
+
+Everything goes through omni_deploy.guarded: stdin is read up to the size cap (one byte more, so
+the loader can say it is too big), folders and globs are walked iteratively with bounds, and a
+found entry that is not a regular file (a FIFO, a link to /dev/zero) is kept for the loader to
+report rather than opened here.
 """
 
 from __future__ import annotations
@@ -11,11 +16,13 @@ import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TextIO
+from typing import IO, Any
+
+from omni_deploy import guarded
 
 STDIN = "-"
 STDIN_NAME = "<stdin>"
-_GLOB_CHARS = frozenset("*?[")
+_SUFFIXES = (".yaml", ".yml")
 
 
 class InputError(ValueError):
@@ -24,48 +31,62 @@ class InputError(ValueError):
 
 @dataclass(frozen=True)
 class Input:
-    """One deploy file to read: from disk (`text` None) or from stdin (`text` set, `name` for messages)."""
+    """One deploy file to read: from disk (`text` None) or from stdin (`text` what was read, at
+    most one past the size cap: bytes from a real stdin, str from a text stream; `name` for
+    messages). The loader decodes and checks it as it would a file."""
 
     name: str
-    text: str | None = None
+    text: str | bytes | None = None
+    named: bool = True  # named outright (a pipe there is read); False: found in a folder or a glob
 
     @property
     def is_stdin(self) -> bool:
         return self.text is not None
 
 
-def _yaml_files_below(directory: Path) -> list[Path]:
-    found = []
-    for root, dirs, files in os.walk(directory):
-        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-        found += [Path(root) / f for f in sorted(files) if f.endswith((".yaml", ".yml"))]
-    return found
-
-
-def deploy_files_in(paths: list[Path]) -> list[Path]:
-    """The deploy files among `paths` (found, not named: other YAML is left out)."""
+def _deploy_files(paths: list[Path]) -> list[Path]:
     from omni_deploy.knowledge.deploy_file import looks_like_deploy_file  # only for found files
 
     out = []
     for path in paths:
         try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
-            out.append(path)  # unreadable: let the loader report it
+            text = guarded.read_text(path)
+        except guarded.Refused:
+            out.append(path)  # unreadable (a FIFO, too big, not UTF-8): the loader says why
             continue
         if looks_like_deploy_file(text):
             out.append(path)
     return out
 
 
+def deploy_files_in(paths: list[Path]) -> list[Path]:
+    """The deploy files among `paths` (found, not named: other YAML is left out)."""
+    return _deploy_files(paths)
+
+
 def deploy_files_below(directory: Path) -> list[Path]:
     """The deploy files below a folder (*.yaml, *.yml; hidden folders left out), sorted."""
-    return deploy_files_in(_yaml_files_below(directory))
+    return _deploy_files(guarded.walk(directory, _SUFFIXES))
+
+
+def _found(arg: str, paths: list[Path], what: str, drop: Callable[[Path], bool]) -> list[Input]:
+    files = [f for f in _deploy_files(paths) if not drop(f)]
+    if not files:
+        raise InputError(f"no deploy files {what} {arg}")
+    return [Input(str(f), named=False) for f in files]
+
+
+def read_stdin(stream: IO[Any]) -> str | bytes:
+    """stdin, never more than one past the loader's cap (so /dev/zero ends at once): its bytes
+    where it has a binary buffer (strict decoding is the loader's), else the text stream's text."""
+    buffer = getattr(stream, "buffer", None)
+    data: str | bytes = (buffer if buffer is not None else stream).read(guarded.MAX_BYTES + 1)
+    return data
 
 
 def expand(
     args: Sequence[str],
-    stdin: TextIO,
+    stdin: IO[Any],
     stdin_filename: str | None = None,
     excluded: Callable[[Path], bool] | None = None,
 ) -> list[Input]:
@@ -80,22 +101,19 @@ def expand(
         if arg == STDIN:
             if any(i.is_stdin for i in inputs):
                 raise InputError("'-' (stdin) can be given once")
-            inputs.append(Input(stdin_filename or STDIN_NAME, stdin.read()))
+            inputs.append(Input(stdin_filename or STDIN_NAME, read_stdin(stdin)))
             continue
         path = Path(arg).expanduser()
-        if path.is_dir():
-            files = [f for f in deploy_files_below(path) if not drop(f)]
-            if not files:
-                raise InputError(f"no deploy files (*.yaml, *.yml) in {arg}")
-            inputs += [Input(str(f)) for f in files]
-        elif not path.exists() and _GLOB_CHARS & set(arg):
-            import glob
-
-            matches = [Path(m) for m in sorted(glob.glob(os.path.expanduser(arg), recursive=True))]
-            files = [f for f in deploy_files_in([m for m in matches if m.is_file()]) if not drop(f)]
-            if not files:
-                raise InputError(f"no deploy files match {arg}")
-            inputs += [Input(str(f)) for f in files]
-        else:
-            inputs.append(Input(arg))  # a file, or a bare name looked up in the bundles
+        try:
+            if path.is_dir():
+                inputs += _found(arg, guarded.walk(path, _SUFFIXES), "(*.yaml, *.yml) in", drop)
+            elif not os.path.lexists(path) and guarded.has_magic(arg):
+                matches = guarded.glob(os.path.expanduser(arg))
+                inputs += _found(arg, [m for m in matches if not m.is_dir()], "match", drop)
+            else:
+                inputs.append(Input(arg))  # a file, or a bare name looked up in the bundles
+        except guarded.Refused as refused:
+            raise InputError(str(refused)) from None
+        except OSError as exc:  # a name too long for the file system, say
+            raise InputError(f"cannot use {arg}: {exc.strerror or exc}") from None
     return inputs

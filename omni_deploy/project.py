@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -50,6 +50,8 @@ class Project:
     ignore: frozenset[str] = frozenset()
     target_version: str | None = None
     strict: bool | None = None
+    # Settings files found but not applied (another user's, or anyone can write them), with why.
+    passed_over: tuple[str, ...] = ()
 
     def excluded(self, path: Path) -> bool:
         """Whether `exclude` leaves this file out (a pattern matches it or a folder above it)."""
@@ -92,10 +94,18 @@ def _shown(path: Path | None) -> str:
 
 
 def _glob(root: Path, pattern: str) -> list[Path]:
-    import glob
+    """`files` matches, walked by the guarded glob (iterative, bounded in depth and count)."""
+    from omni_deploy import guarded
 
-    matches = glob.glob(os.path.join(glob.escape(str(root)), pattern), recursive=True)
-    return [Path(m) for m in matches if os.path.isfile(m)]
+    if guarded.has_magic(str(root)):  # the guarded glob has no escapes: the standard one, then
+        import glob
+
+        matches = glob.glob(os.path.join(glob.escape(str(root)), pattern), recursive=True)
+        return [Path(m) for m in matches if os.path.isfile(m)]
+    try:
+        return [m for m in guarded.glob(os.path.join(str(root), pattern)) if guarded.is_readable_file(m)]
+    except guarded.Refused as refused:
+        raise ProjectSettingsError(f"files {pattern!r} of the project settings: {refused.why}") from None
 
 
 @cache
@@ -130,25 +140,65 @@ def _pattern(glob_pattern: str) -> re.Pattern[str]:
 def find(start: Path) -> Project:
     """The project of the nearest folder at or above `start` that has settings (none: `start`)."""
     here = start.resolve()
+    passed: list[str] = []
     for folder in (here, *here.parents):
-        own = folder / PROJECT_FILE
-        if own.is_file():
-            return _settings(folder, own, _yaml_table(own))
-        pyproject = folder / "pyproject.toml"
-        if pyproject.is_file():
-            table = _toml_table(pyproject)
+        for path in (folder / PROJECT_FILE, folder / "pyproject.toml"):
+            if not os.path.lexists(path):  # present but unreadable (a FIFO, a /dev/zero link) is said so
+                continue
+            why = _not_ours(path)
+            if why is not None:
+                passed.append(f"{path}: {why}")
+                continue
+            table = _yaml_table(path) if path.name == PROJECT_FILE else _toml_table(path)
             if table is not None:
-                return _settings(folder, pyproject, table)
-    return Project(here)
+                return replace(_settings(folder, path, table), passed_over=tuple(passed))
+    return Project(here, passed_over=tuple(passed))
+
+
+def _not_ours(path: Path) -> str | None:
+    """Why a settings file is not trusted: written by another user, or writable by others.
+
+    Settings can switch findings off, so a `.omni-deploy.yaml` planted in a shared folder above
+    the working directory (/tmp, a group share) must not apply (as git refuses a repository
+    another user owns)."""
+    import stat
+
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None  # unreadable: the guarded reader says why
+    if not stat.S_ISREG(info.st_mode):
+        return None  # a FIFO, a device (/dev/zero is anyone's to write): the guarded reader refuses it
+    if info.st_uid not in (os.getuid(), 0):
+        return f"it belongs to uid {info.st_uid}, not to you"
+    if info.st_mode & 0o002:
+        return "anyone can write it"
+    return None
+
+
+MAX_BYTES = 1024 * 1024  # a settings file is a few lines; a pyproject.toml a few KiB
+
+
+def _read(path: Path) -> str:
+    """The file through the guarded reader (regular files only, the size cap, strict UTF-8)."""
+    from omni_deploy import guarded
+
+    try:
+        return guarded.read_text(path, str(path), MAX_BYTES)
+    except guarded.Refused as refused:
+        raise ProjectSettingsError(f"project settings: {refused}") from None
 
 
 def _yaml_table(path: Path) -> dict[str, Any]:
     import yaml
 
+    text = _read(path)
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
         raise ProjectSettingsError(f"cannot read the project settings {path}: {exc}") from None
+    except RecursionError:  # the constructor recurses per nesting level
+        raise ProjectSettingsError(f"cannot read {path}: nested too deep to be settings") from None
     if data is None:
         return {}
     if not isinstance(data, dict):
@@ -157,10 +207,7 @@ def _yaml_table(path: Path) -> dict[str, Any]:
 
 
 def _toml_table(path: Path) -> dict[str, Any] | None:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ProjectSettingsError(f"cannot read {path}: {exc}") from None
+    text = _read(path)
     if not _MAY_HAVE_TABLE.search(text):
         return None  # no such table, however it is spelt: not worth a TOML parser's start-up
     try:
@@ -169,8 +216,10 @@ def _toml_table(path: Path) -> dict[str, Any] | None:
         import tomli as tomllib
     try:
         data = tomllib.loads(text)
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+    except tomllib.TOMLDecodeError as exc:
         raise ProjectSettingsError(f"cannot read {path}: {exc}") from None
+    except RecursionError:  # the parser recurses per nesting level
+        raise ProjectSettingsError(f"cannot read {path}: nested too deep to be settings") from None
     table = data.get("tool", {}).get("omni-deploy")
     if table is not None and not isinstance(table, dict):
         raise ProjectSettingsError(f"{path}: [tool.omni-deploy] must be a table")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import os
 import shlex
 import signal
 import subprocess
@@ -16,8 +17,9 @@ from pathlib import Path
 
 from omni_deploy.bench.protocol import Step, SweepOptions, plan_sweep
 from omni_deploy.errors import ProcessExited, ReadinessTimeout
+from omni_deploy.redact import redact_argv
 from omni_deploy.serve.ports import PortInUse, check_port_free
-from omni_deploy.serve.supervise import EXIT_SERVER_ERROR, exit_code, served_models
+from omni_deploy.serve.supervise import EXIT_SERVER_ERROR, die_with_parent, exit_code, served_models
 
 SERVE_OPTIONS = {
     "spk-backend",
@@ -48,8 +50,22 @@ def parse_overrides(pairs: tuple[str, ...]) -> list[str]:
             raise ValueError(
                 f"{pair!r}: expected KEY=VALUE with KEY one of {', '.join(sorted(SERVE_OPTIONS))}"
             )
+        _check_override(key, value)
         argv += [f"--{key}", value]
     return argv
+
+
+def _check_override(key: str, value: str) -> None:
+    """Values serve would refuse are refused here, before any server of the comparison starts."""
+    from omni_deploy.numbers import SECONDS_LIMIT, parse_real
+
+    if key == "ready-timeout":
+        try:
+            parse_real(value, 0.0, SECONDS_LIMIT, low_open=True)
+        except ValueError as exc:
+            raise ValueError(f"ready-timeout={value}: {exc}") from None
+    elif key == "env" and not value.partition("=")[0]:
+        raise ValueError(f"env={value}: expected env=KEY=VALUE")
 
 
 def plan_ab(
@@ -84,7 +100,7 @@ def describe(starts: list[Start]) -> str:
     lines = []
     for i, start in enumerate(starts, start=1):
         lines.append(f"start {i}: source {start.source.upper()} ({start.order} order)")
-        lines.append(f"  server: {shlex.join(start.serve_argv)}")
+        lines.append(f"  server: {shlex.join(redact_argv(start.serve_argv))}")
         for step in start.steps:
             lines.append(f"  {step.description:<16} {shlex.join(step.argv)}")
         lines.append("  then: SIGTERM to the server, wait for it to stop")
@@ -97,7 +113,9 @@ def ab_json(starts: list[Start], result_dir: Path) -> str:
     from omni_deploy.output.json_doc import dumps
 
     rounds = [
-        step_json(step, start.result_dir, False, source=start.source, start=i, server=start.serve_argv)
+        step_json(
+            step, start.result_dir, False, source=start.source, start=i, server=redact_argv(start.serve_argv)
+        )
         for i, start in enumerate(starts, start=1)
         for step in start.steps
     ]
@@ -124,7 +142,8 @@ def run_ab(
             check_port_free(address.hostname or "127.0.0.1", address.port or 80)
         except PortInUse as exc:
             raise PortInUse(f"start {i}: {exc}") from None
-        server = subprocess.Popen(start.serve_argv)
+        # SIGTERM when we die (also of SIGKILL): serve then stops its server, as on Ctrl-C.
+        server = subprocess.Popen(start.serve_argv, preexec_fn=die_with_parent(os.getpid(), signal.SIGTERM))
         try:
             if not wait_ready(base_url, ready_timeout, alive=functools.partial(_alive, server)):
                 if server.poll() is not None:

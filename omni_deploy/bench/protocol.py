@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from omni_deploy import defaults
+from omni_deploy.errors import OmniDeployError
 
 SYSTEM_PROMPT = "Please read the following text out loud in English."
 PERCENTILE_METRICS = "audio_ttfp,audio_rtf,audio_duration,e2el"
@@ -158,8 +159,23 @@ def plan_sweep(options: SweepOptions) -> list[Step]:
     return steps
 
 
+class ExtraBodyError(OmniDeployError):
+    """--extra-body names something that is not a JSON object of request fields."""
+
+
 def load_extra_body(path: Path | None) -> str:
+    """The request fields every round sends, as compact JSON (strict: no NaN, an object)."""
     from omni_deploy.bundled import project_deploy_dir
+    from omni_deploy.config.safe_read import read_json
+    from omni_deploy.errors import ConfigError
 
     source = path or project_deploy_dir() / "bench-extra-body.json"
-    return json.dumps(json.loads(source.read_text()), separators=(",", ":"))
+    try:
+        body = read_json(source, str(source))
+    except ConfigError as exc:
+        raise ExtraBodyError(f"--extra-body: {exc}") from None
+    if not isinstance(body, dict):
+        raise ExtraBodyError(
+            f"--extra-body {source}: expected a JSON object of request fields, not {type(body).__name__}"
+        )
+    return json.dumps(body, separators=(",", ":"))

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from omni_deploy.bench.results import METRICS, Round, Skipped
+from omni_deploy.output.escape import for_markdown, for_terminal
 
 
 @dataclass
@@ -120,9 +121,9 @@ def as_markdown(rows: list[Row], diffs: list[dict[str, Any]]) -> str:
     lines = [header, "|" + " --- |" * (len(_COLUMNS) + 4)]
     for r in _ordered(rows):
         cells = " | ".join(_fmt(r.metrics[m], d, r.rounds) for m, _, d in _COLUMNS)
-        lines.append(f"| {r.concurrency} | {r.source} | {cells} | {r.rounds} | {r.failed} |")
+        lines.append(f"| {r.concurrency} | {for_markdown(r.source)} | {cells} | {r.rounds} | {r.failed} |")
     lines += _diff_lines(diffs, markdown=True, names=_names(rows))
-    lines += [f"\nflagged (not averaged): {f}" for r in rows for f in r.flagged]
+    lines += [f"\nflagged (not averaged): {for_markdown(f)}" for r in rows for f in r.flagged]
     return "\n".join(lines)
 
 
@@ -151,7 +152,7 @@ def as_text(rows: list[Row], diffs: list[dict[str, Any]]) -> str:
     lines += _diff_lines(diffs, markdown=False, names=_names(rows))
     for r in rows:
         for f in r.flagged:
-            lines.append(f"flagged, not averaged: {r.source} C={r.concurrency} {f}")
+            lines.append(for_terminal(f"flagged, not averaged: {r.source} C={r.concurrency} {f}"))
     return "\n".join(lines)
 
 
@@ -164,7 +165,8 @@ def _names(rows: list[Row]) -> tuple[str, str]:
 def _diff_lines(diffs: list[dict[str, Any]], markdown: bool, names: tuple[str, str]) -> list[str]:
     if not diffs:
         return []
-    heading = f"Change of {names[0]} vs {names[1]} (mean, %):"
+    safe = for_markdown if markdown else for_terminal  # source names are folder names
+    heading = f"Change of {safe(names[0])} vs {safe(names[1])} (mean, %):"
     if not markdown:
         from omni_deploy.output.tables import Column, to_text
 
@@ -206,4 +208,4 @@ def as_json(rows: list[Row], diffs: list[dict[str, Any]], skipped: list[Skipped]
 
 
 def skipped_lines(skipped: list[Skipped]) -> list[str]:
-    return [f"skipped {s.path}: {s.reason}" for s in skipped]
+    return [for_terminal(f"skipped {s.path}: {s.reason}") for s in skipped]

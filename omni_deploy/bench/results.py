@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from omni_deploy import guarded
 from omni_deploy.config.safe_read import read_json
 from omni_deploy.errors import ConfigError
 
@@ -160,7 +161,10 @@ def read_dir(directory: Path) -> ResultSet:
     if not directory.is_dir():
         raise ResultError(f"{directory}: no such directory")
     found = ResultSet()
-    paths = sorted(p for p in directory.rglob("*.json") if not p.name.startswith("."))
+    try:  # iterative and bounded: a tree 1,100 levels deep or a link cycle is a message
+        paths = sorted(guarded.walk(directory, (".json",)))
+    except guarded.Refused as refused:
+        raise ResultError(f"{directory}: {refused.why}") from None
     if len(paths) > MAX_FILES:
         raise ResultError(f"{directory}: more than {MAX_FILES} result files; point at one sweep")
     for path in paths:

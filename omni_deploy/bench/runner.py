@@ -13,8 +13,12 @@ from pathlib import Path
 from typing import Any
 
 from omni_deploy.bench.protocol import BENCH_ENV, Step
-from omni_deploy.errors import ProcessExited, ReadinessTimeout
-from omni_deploy.serve.supervise import exit_code, probe_url
+from omni_deploy.errors import OmniDeployError, ProcessExited, ReadinessTimeout
+from omni_deploy.serve.supervise import die_with_parent, exit_code, probe_url
+
+
+class ResultDirError(OmniDeployError):
+    """The results folder cannot be made."""
 
 
 @dataclass
@@ -45,7 +49,12 @@ def run_sweep(
     result = SweepResult()
     env = {**os.environ, **BENCH_ENV}
     for index, step in enumerate(steps, start=1):
-        (result_dir / f"c{step.concurrency}").mkdir(parents=True, exist_ok=True)
+        try:
+            (result_dir / f"c{step.concurrency}").mkdir(parents=True, exist_ok=True)
+        except OSError as exc:  # --result-dir names a file, a read-only place, a name too long
+            raise ResultDirError(
+                f"--result-dir {result_dir}: cannot create the folder of C={step.concurrency}: {exc.strerror or exc}"
+            ) from None
         target = result_dir / f"c{step.concurrency}" / f"{step.label}.json"
         if target.exists():
             say(f"[{index}/{len(steps)}] {step.description}: {target} exists, kept (not re-run)")
@@ -53,7 +62,11 @@ def run_sweep(
             continue
         say(f"[{index}/{len(steps)}] {step.description} ({step.role})")
         proc = subprocess.Popen(
-            list(step.argv), env=env, start_new_session=True, stdout=sys.stderr if quiet_stdout else None
+            list(step.argv),
+            env=env,
+            start_new_session=True,
+            stdout=sys.stderr if quiet_stdout else None,
+            preexec_fn=die_with_parent(os.getpid(), signal.SIGTERM),  # a round never outlives the sweep
         )
         try:
             code = proc.wait()

@@ -9,18 +9,16 @@ from typing import Any
 import click
 
 from omni_deploy import defaults
-from omni_deploy.cli_params import output_option
+from omni_deploy.cli_params import PORT, Count, number_list, output_option, parse_count, seconds
 from omni_deploy.install_hint import install_hint
+
+MAX_CONCURRENCY = 100_000
 
 
 def _ints(value: str) -> tuple[int, ...]:
-    try:
-        out = tuple(int(v) for v in value.split(",") if v.strip())
-    except ValueError:
-        raise click.BadParameter(f"expected comma-separated integers, got {value!r}") from None
-    if not out or any(v < 1 for v in out):
-        raise click.BadParameter("concurrency values must be positive integers")
-    return out
+    return number_list(
+        value, lambda v: parse_count(v, 1, MAX_CONCURRENCY), "concurrency levels", "--concurrency"
+    )
 
 
 # The options bench run and bench ab share: what a sweep is, where it writes, how it reports.
@@ -54,25 +52,23 @@ _SWEEP_OPTIONS = [
         help="Concurrency levels, comma-separated.",
     ),
     click.option(
-        "--prompts", type=click.IntRange(min=1), default=64, show_default=True, help="Requests per round."
+        "--prompts", type=Count(1, 10**6), default=64, show_default=True, help="Requests per round."
     ),
     click.option(
         "--rounds",
-        type=click.IntRange(min=1),
+        type=Count(1, 1000),
         default=2,
         show_default=True,
         help="Measured rounds per concurrency.",
     ),
     click.option(
         "--discard",
-        type=click.IntRange(min=0),
+        type=Count(0, 1000),
         default=1,
         show_default=True,
         help="Rounds run and thrown away before the measured ones, per concurrency.",
     ),
-    click.option(
-        "--warmup", type=click.IntRange(min=0), default=0, show_default=True, help="Warm-up requests."
-    ),
+    click.option("--warmup", type=Count(0, 10**6), default=0, show_default=True, help="Warm-up requests."),
     click.option(
         "--warmup-path",
         type=click.Path(exists=True, file_okay=False, path_type=Path),
@@ -80,7 +76,7 @@ _SWEEP_OPTIONS = [
     ),
     click.option(
         "--warmup-concurrency",
-        type=click.IntRange(min=1),
+        type=Count(1, MAX_CONCURRENCY),
         default=16,
         show_default=True,
         help="Concurrency of the warm-up requests.",
@@ -99,7 +95,7 @@ _SWEEP_OPTIONS = [
     ),
     click.option(
         "--ready-timeout",
-        type=click.FloatRange(min=0),
+        type=seconds(),
         default=defaults.READY_TIMEOUT_S,
         show_default=True,
         help="Seconds to wait for the server's /health before the first round.",
@@ -267,7 +263,7 @@ def _check_plot_path(plot_path: Path) -> None:
 )
 @click.option(
     "--port",
-    type=click.IntRange(1, 65535),
+    type=PORT,
     default=defaults.PORT,
     show_default=True,
     help="Port the A and B servers listen on (one at a time).",
@@ -280,12 +276,14 @@ def ab(file: str, a_pairs: tuple[str, ...], b_pairs: tuple[str, ...], port: int,
     """
     from omni_deploy.bench.ab import ab_json, describe, parse_overrides, plan_ab, run_ab
     from omni_deploy.bench.runner import stderr_say, timed
+    from omni_deploy.redact import register, secret_values
     from omni_deploy.serve.supervise import local_url
 
     try:
         a, b = parse_overrides(a_pairs), parse_overrides(b_pairs)
     except ValueError as exc:
         raise click.BadParameter(str(exc)) from None
+    register(secret_values([*a, *b], {}))  # env=HF_TOKEN=... is never printed, also not by accident
     sweep = _sweep(local_url("127.0.0.1", port), kw, "forward")
     served = kw["served_model_name"]
     serve_common = ["--served-model-name", served] if served else []

@@ -16,12 +16,15 @@ EXIT_TROUBLE = 2
 
 def _value(node: Any) -> str:
     from omni_deploy.config.nodes import to_plain
+    from omni_deploy.output.json_doc import safe
 
-    return json.dumps(to_plain(node), default=str)
+    return json.dumps(safe(to_plain(node, unresolved=True)), default=str)  # ${oc.env:...} as written
 
 
 def _where(node: Any) -> str:
-    return str(node.origin)
+    from omni_deploy.output.escape import for_terminal
+
+    return for_terminal(node.origin)
 
 
 @click.command(short_help="What a server would see differently in two files.")
@@ -47,10 +50,8 @@ def diff(a: str, b: str, platform: str, fmt: str) -> int:
     omni-deploy diff deploy/minicpmo_4_5_turn.yaml deploy/turn-bench.yaml
     """
     from omni_deploy.config.diff import ADDED, CHANGED, REMOVED, diff_configs
-    from omni_deploy.config.yaml_loader import display_path
     from omni_deploy.deployment import Deployment
     from omni_deploy.errors import ConfigError
-    from omni_deploy.output.json_doc import dumps
 
     applied = None if platform == "none" else platform
     try:
@@ -62,33 +63,56 @@ def diff(a: str, b: str, platform: str, fmt: str) -> int:
     changes = diff_configs(*configs)
     counts = {kind: sum(1 for c in changes if c.kind == kind) for kind in (CHANGED, ADDED, REMOVED)}
     if fmt == "json":
-        sides = {
-            name: {"file": display_path(e.top), "chain": [display_path(p) for p in e.chain]}
-            for name, e in (("a", left), ("b", right))
-        }
-        body = {
-            **sides,
-            "platform": applied,
-            "identical": not changes,
-            "summary": counts,
-            "changes": [c.as_dict() for c in changes],
-        }
-        click.echo(dumps(body))
-        return 1 if changes else 0
+        _print_json(left, right, applied, changes, counts)
+    else:
+        _print_text(left, right, applied, changes, counts)
+    return 1 if changes else 0
 
+
+def _print_json(
+    left: Any, right: Any, applied: str | None, changes: list[Any], counts: dict[str, int]
+) -> None:
+    from omni_deploy.config.yaml_loader import display_path
+    from omni_deploy.output.json_doc import dumps
+
+    sides = {
+        name: {"file": display_path(e.top), "chain": [display_path(p) for p in e.chain]}
+        for name, e in (("a", left), ("b", right))
+    }
+    body = {
+        **sides,
+        "platform": applied,
+        "identical": not changes,
+        "summary": counts,
+        "changes": [c.as_dict() for c in changes],
+    }
+    click.echo(dumps(body))
+
+
+def _print_text(
+    left: Any, right: Any, applied: str | None, changes: list[Any], counts: dict[str, int]
+) -> None:
+    """Both files' headers, then each change with both values and where each came from (escaped
+    for the terminal: paths and origins come from the files)."""
+    from omni_deploy.config.diff import ADDED, CHANGED, REMOVED
+    from omni_deploy.config.yaml_loader import display_path
     from omni_deploy.output import color
+    from omni_deploy.output.escape import for_terminal
 
     colored = color.wanted(sys.stdout)
     where = f"platform {applied}" if applied else "no platform applied"
-    click.echo(click.style(f"--- a: {display_path(left.top)} ({where})", bold=True), color=colored)
-    click.echo(click.style(f"+++ b: {display_path(right.top)} ({where})", bold=True), color=colored)
+    click.echo(
+        click.style(f"--- a: {for_terminal(display_path(left.top))} ({where})", bold=True), color=colored
+    )
+    click.echo(
+        click.style(f"+++ b: {for_terminal(display_path(right.top))} ({where})", bold=True), color=colored
+    )
     mark = {CHANGED: "~", ADDED: "+", REMOVED: "-"}
     for change in changes:
-        click.echo(f"{mark[change.kind]} {change.path}")
+        click.echo(f"{mark[change.kind]} {for_terminal(change.path)}")
         for side, node, fg in (("a", change.a, "red"), ("b", change.b, "green")):
             if node is not None:
                 line = f"    {side}: {_value(node)}  ({_where(node)})"
                 click.echo(click.style(line, fg=fg), color=colored)
     summary = ", ".join(f"{n} {kind}" for kind, n in counts.items())
     click.echo("identical" if not changes else summary)
-    return 1 if changes else 0

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from omni_deploy.cli_inputs import file_argument
-from omni_deploy.cli_params import PlatformType, output_option
+from omni_deploy.cli_params import MAX_GPUS_PER_NODE, PORT, Count, PlatformType, output_option
 from omni_deploy.cli_settings import target_version_option
 from omni_deploy.k8s.options import DEFAULT_IMAGE, K8sOptions, Sizing
 
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 )
 @click.option(
     "--gpus-per-node",
-    type=click.IntRange(min=1),
+    type=Count(1, MAX_GPUS_PER_NODE),
     default=K8sOptions.gpus_per_node,
     show_default=True,
     help="GPUs a node offers; stages that need more are spread over several nodes.",
@@ -65,7 +65,7 @@ if TYPE_CHECKING:
 )
 @click.option(
     "--port",
-    type=click.IntRange(1, 65535),
+    type=PORT,
     default=K8sOptions.port,
     show_default=True,
     help="API port of the master and the Service.",
@@ -75,13 +75,13 @@ if TYPE_CHECKING:
 )
 @click.option(
     "--shm-size-gib",
-    type=click.IntRange(min=1),
+    type=Count(1, 65536),
     default=None,
     help="Size of /dev/shm per pod (default: 1 GiB plus 1 GiB per shared-memory connector in the pod).",
 )
 @click.option(
     "--startup-timeout",
-    type=click.IntRange(60, 86400),
+    type=Count(60, 86400),
     default=K8sOptions.startup_timeout,
     show_default=True,
     metavar="SECONDS",
@@ -89,21 +89,21 @@ if TYPE_CHECKING:
 )
 @click.option(
     "--cpu-per-gpu",
-    type=click.IntRange(1, 1024),
+    type=Count(1, 1024),
     default=Sizing.cpu_per_gpu,
     show_default=True,
     help="CPUs a pod requests (and is limited to) per GPU it holds.",
 )
 @click.option(
     "--memory-per-gpu-gib",
-    type=click.IntRange(1, 4096),
+    type=Count(1, 4096),
     default=Sizing.memory_per_gpu_gib,
     show_default=True,
     help="Memory (GiB) a pod requests (and is limited to) per GPU it holds; /dev/shm is added.",
 )
 @click.option(
     "--run-as-user",
-    type=click.IntRange(0, 2**31 - 1),
+    type=Count(0, 2**31 - 1),
     default=K8sOptions.run_as_user,
     show_default=True,
     metavar="UID",

@@ -41,13 +41,15 @@ def render(file: str | None, platform: str, show_origin: bool, fmt: str, stdin_f
     if fmt == "json":
         click.echo(_json(deployment, platform, config, show_origin))
         return 0
-    chain = " <- ".join(display_path(p) for p in deployment.chain)
+    from omni_deploy.output.escape import yaml_comment  # a file name never ends the comment
+
+    chain = " <- ".join(yaml_comment(display_path(p)) for p in deployment.chain)
     header = f"# Rendered by omni-deploy from {chain}"
     header += f"; platform {platform} applied\n" if platform != "none" else "\n"
     for skipped in applied.skipped if applied else []:
         header += (
-            f"# note: platforms.{platform} entry for stage_id {skipped.stage_id!r} at "
-            f"{skipped.origin.location} matches no stage and is skipped\n"
+            f"# note: platforms.{platform} entry for stage_id {yaml_comment(repr(skipped.stage_id))} at "
+            f"{yaml_comment(skipped.origin.location)} matches no stage and is skipped\n"
         )
     click.echo(to_yaml_with_origins(config, header) if show_origin else to_yaml(config, header), nl=False)
     return 0

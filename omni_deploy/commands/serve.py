@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from omni_deploy.cli_inputs import file_argument
-from omni_deploy.cli_params import PlatformType, backend_choice, output_option
+from omni_deploy.cli_params import PORT, PlatformType, backend_choice, output_option, seconds
 from omni_deploy.cli_settings import target_version_option
 from omni_deploy.launch.options import LaunchOptions
 from omni_deploy.serve.request import ServeRequest
@@ -60,7 +60,7 @@ class PassthroughCommand(click.Command):
 @click.option("--host", default=LaunchOptions.host, show_default=True, help="Address the server listens on.")
 @click.option(
     "--port",
-    type=click.IntRange(1, 65535),
+    type=PORT,
     default=LaunchOptions.port,
     show_default=True,
     help="Port the server listens on.",
@@ -85,14 +85,14 @@ class PassthroughCommand(click.Command):
 )
 @click.option(
     "--ready-timeout",
-    type=click.FloatRange(min=0, min_open=True),
+    type=seconds(low_open=True),
     default=ServeRequest.ready_timeout,
     show_default=True,
     help="Seconds to wait for /health (start-up takes minutes).",
 )
 @click.option(
     "--stop-grace",
-    type=click.FloatRange(min=0),
+    type=seconds(),
     default=ServeRequest.stop_grace,
     show_default=True,
     help="Seconds between TERM and KILL when stopping the server.",

@@ -2,31 +2,32 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Any
 
 import click
 
-from omni_deploy.cli_params import DeviceType, output_option
+from omni_deploy.cli_params import (
+    Count,
+    DeviceType,
+    Real,
+    number_list,
+    output_option,
+    parse_count,
+    parse_real,
+)
 from omni_deploy.install_hint import install_hint
 
 
 def _float_list(value: str) -> tuple[float, ...]:
-    try:
-        return tuple(float(v) for v in value.split(",") if v.strip())
-    except ValueError:
-        raise click.BadParameter(f"expected comma-separated numbers, got {value!r}") from None
+    # reference lengths in seconds: finite, more than 0, at most ten minutes
+    return number_list(value, lambda v: parse_real(v, 0.0, 600.0, low_open=True), "seconds", "--seconds")
 
 
 def _int_list(value: str) -> tuple[int, ...]:
-    try:
-        out = tuple(int(v) for v in value.split(",") if v.strip())
-    except ValueError:
-        raise click.BadParameter(f"expected comma-separated integers, got {value!r}") from None
-    if any(v < 1 for v in out):
-        raise click.BadParameter("batch sizes must be at least 1")
-    return out
+    return number_list(value, lambda v: parse_count(v, 1, 1024), "batch sizes", "--batch")
 
 
 def _speaker_imports() -> None:
@@ -41,12 +42,19 @@ def _speaker_imports() -> None:
 
 
 def _device(name: str) -> str:
+    import re
+
     import torch
 
     if name == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
+    match = re.fullmatch(r"cpu|cuda(?::([0-9]{1,3}))?", name)
+    if match is None:  # torch.device() would raise an internal error on anything else
+        raise click.BadParameter(f"{name!r}: use cuda, cuda:N, cpu or auto", param_hint="--device")
     if name.startswith("cuda") and not torch.cuda.is_available():
         raise click.ClickException("CUDA is not available in this process; use --device cpu")
+    if match.group(1) is not None and int(match.group(1)) >= torch.cuda.device_count():
+        raise click.ClickException(f"{name}: this process sees {torch.cuda.device_count()} CUDA device(s)")
     return name
 
 
@@ -65,7 +73,9 @@ def spk() -> None:
 
 @spk.command("make-standin", short_help="Export a stand-in campplus.onnx (random weights).")
 @click.argument("out", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random weights.")
+@click.option(
+    "--seed", type=Count(0, 2**32 - 1), default=0, show_default=True, help="Seed of the random weights."
+)
 @click.option("--force", is_flag=True, help="Replace OUT if it exists.")
 @output_option(
     ("text", "json"),
@@ -80,11 +90,16 @@ def make_standin(out: Path, seed: int, force: bool, fmt: str) -> int:
     _speaker_imports()
     from omni_deploy.speaker.standin import STANDIN_NOTE, export_standin
 
-    if out.exists() and not force:
+    if os.path.lexists(out) and not force:
         raise click.BadParameter(f"{out} exists; pass --force to replace it", param_hint="OUT")
     if not out.parent.is_dir():
         raise click.BadParameter(f"no such directory: {out.parent}", param_hint="OUT")
-    summary = export_standin(out, seed=seed)
+    try:
+        summary = export_standin(out, seed=seed, replace=force)
+    except FileExistsError:
+        raise click.BadParameter(f"{out} exists; pass --force to replace it", param_hint="OUT") from None
+    except OSError as exc:
+        raise click.ClickException(f"cannot write {out}: {exc.strerror or exc}") from None
     if fmt == "json":
         from dataclasses import asdict
 
@@ -127,10 +142,12 @@ def make_standin(out: Path, seed: int, force: bool, fmt: str) -> int:
     show_default=True,
     help="Matmul TF32 of our encoder: compare with it off, on, or both.",
 )
-@click.option("--synthetic", type=int, default=None, help="Use N synthetic speech-like references.")
+@click.option(
+    "--synthetic", type=Count(1, 1024), default=None, help="Use N synthetic speech-like references."
+)
 @click.option(
     "--min-cosine",
-    type=float,
+    type=Real(-1.0),  # finite; above 1 is a threshold nothing meets (tests use it)
     default=0.99999,
     show_default=True,
     help="Exit 1 when any cosine similarity is below this.",
@@ -219,10 +236,18 @@ def parity(
 @click.option("--seconds", default="3,6", show_default=True, help="Reference lengths, comma-separated.")
 @click.option("--batch", "batches", default="1,8,32", show_default=True, help="Batch sizes, comma-separated.")
 @click.option(
-    "--mixed", type=int, default=32, show_default=True, help="Also time N references of 1-6 s (0: off)."
+    "--mixed",
+    type=Count(0, 4096),
+    default=32,
+    show_default=True,
+    help="Also time N references of 1-6 s (0: off).",
 )
 @click.option(
-    "--repeats", type=int, default=30, show_default=True, help="Timed calls per case (median and p95)."
+    "--repeats",
+    type=Count(1, 100_000),
+    default=30,
+    show_default=True,
+    help="Timed calls per case (median and p95).",
 )
 @click.option("--tf32/--no-tf32", default=True, show_default=True, help="Matmul TF32 for our encoder.")
 @output_option(

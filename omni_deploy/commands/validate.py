@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
 
 from omni_deploy.cli_inputs import file_argument, stdin_filename_option
-from omni_deploy.cli_params import PipelineType, PlatformType, output_option
+from omni_deploy.cli_params import MAX_GPUS_PER_NODE, Count, PipelineType, PlatformType, Real, output_option
 from omni_deploy.cli_settings import ENV_IGNORE, ENV_STRICT, target_version_option
 from omni_deploy.config.stage_schema import PLATFORMS
 
@@ -16,6 +17,22 @@ if TYPE_CHECKING:
     from omni_deploy.inputs import Input
     from omni_deploy.validate.context import Options
     from omni_deploy.validate.runner import FileReport
+
+
+def _model_folder(value: str | None) -> str | None:
+    """--model as the server check's child will read it: a folder's config.json must be a regular
+    file of a sane size (a FIFO there would hold the child until the check's time limit)."""
+    if not value or not Path(value).is_dir():
+        return value  # a name the child cannot find locally: it says so (nothing is downloaded)
+    from omni_deploy import guarded
+
+    config = Path(value) / "config.json"
+    if os.path.lexists(config):
+        try:
+            guarded.read_bytes(config, str(config), 64 * 1024 * 1024)
+        except guarded.Refused as refused:
+            raise click.BadParameter(refused.why, param_hint=f"--model ({config})") from None
+    return value
 
 
 @click.command(short_help="Check deploy files as vllm-omni would read them.")
@@ -53,7 +70,7 @@ if TYPE_CHECKING:
 )
 @click.option(
     "--gpu-memory-gib",
-    type=click.FloatRange(min=0, min_open=True),
+    type=Real(0.0, 1e6, low_open=True),
     help="Check KV budgets against this card size.",
 )
 @click.option(
@@ -69,7 +86,7 @@ if TYPE_CHECKING:
 )
 @click.option(
     "--gpus-per-node",
-    type=click.IntRange(min=1),
+    type=Count(1, MAX_GPUS_PER_NODE),
     help="Check that the stages can be spread over nodes of this many GPUs (as `omni-deploy k8s` places them).",
 )
 @click.option(
@@ -90,6 +107,7 @@ if TYPE_CHECKING:
 @click.option(
     "--model",
     default=None,
+    callback=lambda ctx, param, value: _model_folder(value),
     help="The model the server will run (a local folder), for pipelines whose set-up reads its "
     "config.json; nothing is downloaded.",
 )
@@ -172,7 +190,7 @@ def validate(
         platforms, strict, ignore, target_version, vllm_omni_source, gpu_memory_gib, pipeline, model_config,
         gpus_per_node, server_check, server_python, model,
     )  # fmt: skip
-    reports = validate_inputs([(i.name, i.text) for i in inputs], options)
+    reports = validate_inputs([(i.name, i.text, i.named) for i in inputs], options)
     fixed_stdin = False
     if fix or show_diff:
         from omni_deploy.cli_fix import fix_files
@@ -240,7 +258,7 @@ def _report(
             width=None if width >= UNBOUNDED else width,
             quiet=quiet,
             statistics=statistics,
-            sources={i.name: i.text for i in inputs if i.text is not None},
+            sources={i.name: body for i in inputs if (body := _stdin_text(i)) is not None},
         )
         output = (text if fmt == "text" else concise)(reports, options)
         if output:
@@ -249,14 +267,31 @@ def _report(
     click.echo(REPORTERS[fmt](reports), err=to_stderr)
 
 
+def _stdin_text(source: Input) -> str | None:
+    """What was read from stdin as text, for the code frames (None: not stdin, or not UTF-8)."""
+    if not isinstance(source.text, bytes):
+        return source.text
+    from omni_deploy import guarded
+
+    try:
+        return guarded.decode(source.text, source.name)
+    except guarded.Refused:
+        return None
+
+
 def _is_deploy_file(source: object) -> bool:
+    from omni_deploy import guarded
     from omni_deploy.inputs import Input
     from omni_deploy.knowledge.deploy_file import looks_like_deploy_file
 
     assert isinstance(source, Input)
-    if source.text is not None:
-        return looks_like_deploy_file(source.text)
     try:
-        return looks_like_deploy_file(Path(source.name).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError):
-        return True  # unreadable: validate reports why
+        if isinstance(source.text, bytes):
+            return looks_like_deploy_file(guarded.decode(source.text, source.name))
+        if source.text is not None:
+            return looks_like_deploy_file(source.text)
+        if not guarded.is_readable_file(source.name):
+            return True  # a pipe is read once, by the loader; anything else: validate says why
+        return looks_like_deploy_file(guarded.read_text(source.name))
+    except guarded.Refused:
+        return True  # unreadable (too big, not UTF-8): validate reports why

@@ -15,7 +15,7 @@ from pathlib import Path
 from omni_deploy import codes
 from omni_deploy.bundled import bundled_candidates
 from omni_deploy.config.merge import MergeReport, merge_documents
-from omni_deploy.config.nodes import Map, Scalar, retag
+from omni_deploy.config.nodes import Map, Scalar, retag, shown
 from omni_deploy.config.yaml_loader import display_path, load_file
 from omni_deploy.errors import ConfigError, Location
 
@@ -71,8 +71,21 @@ def _base_path(doc: Map, path: Path) -> tuple[Path, Scalar] | None:
     return path.parent / node.value, node
 
 
-def resolve_file(path: Path, env: dict[str, str] | None = None, text: str | None = None) -> Resolved:
-    """Load `path` (or `text`, named `path`, for stdin) and every base below it, then merge bottom-up."""
+def _tried(path: Path, requested_by: Scalar) -> str:
+    """The path looked for, with an environment value shown as its expression."""
+    text = display_path(path)
+    if requested_by.expression is not None and requested_by.value:
+        text = text.replace(str(requested_by.value), requested_by.expression)
+    return text
+
+
+def resolve_file(
+    path: Path, env: dict[str, str] | None = None, text: str | bytes | None = None, *, named: bool = True
+) -> Resolved:
+    """Load `path` (or `text`, named `path`, for stdin) and every base below it, then merge bottom-up.
+
+    `named`: the user named the top file outright, so a pipe there is read (guarded.read_bytes);
+    files found in folders and every base must be regular files."""
     chain: list[Path] = []
     documents: dict[Path, Map] = {}
     bases: list[tuple[Path, Map]] = []
@@ -95,7 +108,9 @@ def resolve_file(path: Path, env: dict[str, str] | None = None, text: str | None
             )
         seen.add(real)
         doc = (
-            load_file(current, env, text) if requested_by is None else _load_base(current, requested_by, env)
+            load_file(current, env, text, named=named)
+            if requested_by is None
+            else _load_base(current, requested_by, env)
         )
         chain.append(current)
         documents[current] = doc
@@ -129,8 +144,11 @@ def _load_base(path: Path, requested_by: Scalar, env: dict[str, str] | None) -> 
     except ConfigError as error:
         if error.code != codes.E107.id:
             raise
+        message = error.message
+        if requested_by.expression is not None and requested_by.value:
+            message = message.replace(str(requested_by.value), requested_by.expression)
         raise ConfigError(
-            f"base_config {requested_by.value!r}: {error.message}",
+            f"base_config {shown(requested_by)!r}: {message}",
             requested_by.origin.location,
             code=codes.E107,
             hint=error.hint,
@@ -146,7 +164,7 @@ def _missing_base(path: Path, requested_by: Scalar) -> ConfigError:
             f"relative to the file that names it, so write that absolute path"
         )
     return ConfigError(
-        f"base_config {requested_by.value!r} not found (tried {display_path(path)})",
+        f"base_config {shown(requested_by)!r} not found (tried {_tried(path, requested_by)})",
         requested_by.origin.location,
         code=codes.E110,
         hint=hint,

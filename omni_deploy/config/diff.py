@@ -41,7 +41,10 @@ def origin_dict(origin: Origin) -> dict[str, Any] | None:
 def _side(node: Node | None) -> dict[str, Any] | None:
     if node is None:
         return None
-    return {"value": to_plain(node), "origin": origin_dict(node.origin)}
+    return {
+        "value": to_plain(node, unresolved=True),
+        "origin": origin_dict(node.origin),
+    }  # ${oc.env:...} as written
 
 
 def _stage_key(items: list[Node]) -> dict[Hashable, Node] | None:

@@ -119,6 +119,12 @@ def to_plain(node: Node | None, unresolved: bool = False) -> Any:
     return {key: to_plain(entry.node, unresolved) for key, entry in node.entries.items()}
 
 
+def shown(node: Scalar) -> Any:
+    """What output may show of a scalar: its `${oc.env:...}` expression when it came from the
+    environment, else its value (omni_deploy/redact.py states the rule)."""
+    return node.expression if node.expression is not None else node.value
+
+
 def env_values(node: Node) -> dict[str, str]:
     """Text of every value that came from the environment -> the expression that stands for it."""
     out: dict[str, str] = {}

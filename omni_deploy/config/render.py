@@ -7,7 +7,6 @@ at start), so a rendered file or a run directory never holds an environment secr
 from __future__ import annotations
 
 import json
-import math
 from typing import Any
 
 import yaml
@@ -42,13 +41,9 @@ def to_yaml(node: Node, header: str = "") -> str:
 
 
 def _json_safe(value: Any) -> Any:
-    if isinstance(value, float) and not math.isfinite(value):
-        return str(value)
-    if isinstance(value, dict):
-        return {str(k): _json_safe(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_json_safe(v) for v in value]
-    return value
+    from omni_deploy.output.json_doc import safe  # keys as YAML spells them; colliding keys refused
+
+    return safe(value)
 
 
 def to_json(node: Node) -> str:
@@ -71,7 +66,7 @@ def _lines(node: Node, indent: int) -> list[str]:
                 lines.append(head)
                 lines.extend(_lines(child, indent + 2))
             else:
-                lines.append(f"{head} {_leaf_text(child)}  # {child.origin}")
+                lines.append(f"{head} {_leaf_text(child)}  # {yaml_comment(child.origin)}")
     elif isinstance(node, Seq):
         for item in node.items:
             if (isinstance(item, Map) and item.entries) or (isinstance(item, Seq) and item.items):
@@ -79,8 +74,14 @@ def _lines(node: Node, indent: int) -> list[str]:
                 child_lines[0] = f"{pad}- {child_lines[0][indent + 2 :]}"
                 lines.extend(child_lines)
             else:
-                lines.append(f"{pad}- {_leaf_text(item)}  # {item.origin}")
+                lines.append(f"{pad}- {_leaf_text(item)}  # {yaml_comment(item.origin)}")
     return lines
+
+
+def yaml_comment(text: object) -> str:
+    from omni_deploy.output.escape import yaml_comment as quoted  # a file name never ends the comment
+
+    return quoted(text)
 
 
 def _leaf_text(node: Node) -> str:

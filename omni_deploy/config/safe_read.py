@@ -1,105 +1,66 @@
-"""Read a user's file without being blocked, flooded or fooled: the one way YAML and JSON come in.
+"""Deploy files and JSON the way the config side reads them: through omni_deploy.guarded, with each
+refusal turned into a ConfigError whose code says why (E107 unreadable, E108 encoding, E109 size).
 
-Only regular files are read: a FIFO would block forever, `/dev/zero` never ends, a directory is
-not text. The file is opened non-blocking and checked on the open descriptor (no race with a
-rename), read up to a size cap, and decoded as strict UTF-8 with the position of the first bad
-byte. Pseudo-file systems (/proc, /sys, /dev) are refused outright: `base_config:
-/proc/self/environ` must not turn the environment into error messages.
+JSON is strict here: NaN and Infinity are refused, nesting is capped, huge integers refused.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import stat
 from pathlib import Path
 from typing import Any
 
-from omni_deploy import codes
+from omni_deploy import codes, guarded
 from omni_deploy.codes import Code
 from omni_deploy.errors import ConfigError, Location
 
-# Deploy files and benchmark results are a few KiB; PyYAML reads about 1 MiB/s.
-MAX_FILE_BYTES = 2 * 1024 * 1024
+MAX_FILE_BYTES = guarded.MAX_BYTES
 MAX_JSON_DEPTH = 64
-_PSEUDO_ROOTS = ("/proc", "/sys", "/dev")
+_CODES: dict[str, Code] = {
+    "size": codes.E109,
+    "depth": codes.E109,
+    "count": codes.E109,
+    "encoding": codes.E108,
+}
 
 
-def _kind(mode: int) -> str:
-    if stat.S_ISDIR(mode):
-        return "a directory"
-    if stat.S_ISFIFO(mode):
-        return "a FIFO (named pipe)"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "a device"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    return "not a regular file"
+def as_config_error(refused: guarded.Refused) -> ConfigError:
+    """The finding a guarded refusal is (a bad byte keeps its line and column)."""
+    if refused.kind == "missing":
+        return ConfigError(f"no such file: {refused.name}", Location(refused.name), code=codes.E107)
+    if refused.kind == "encoding":
+        return ConfigError(
+            refused.why,
+            Location(refused.name, refused.line, refused.column),
+            code=codes.E108,
+            hint="save the file as UTF-8",
+        )
+    return ConfigError(str(refused), Location(refused.name), code=_CODES.get(refused.kind, codes.E107))
 
 
-def _refuse(name: str, why: str, code: Code = codes.E107) -> ConfigError:
-    return ConfigError(f"cannot read {name}: {why}", Location(name), code=code)
-
-
-def read_bytes(path: Path, name: str | None = None, limit: int = MAX_FILE_BYTES) -> bytes:
+def read_bytes(
+    path: Path, name: str | None = None, limit: int = MAX_FILE_BYTES, *, named: bool = False
+) -> bytes:
     """The bytes of a regular file of at most `limit` bytes, or a ConfigError that says why not."""
-    name = name or str(path)
-    real = os.path.realpath(path)  # never raises, also not on symlink loops
-    if any(real == root or real.startswith(root + "/") for root in _PSEUDO_ROOTS):
-        raise _refuse(name, f"{real} is a system pseudo-file, not a deploy file")
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    except FileNotFoundError:
-        raise ConfigError(f"no such file: {name}", Location(name), code=codes.E107) from None
-    except OSError as exc:
-        raise _refuse(name, exc.strerror or str(exc)) from None
-    except ValueError as exc:  # embedded NUL in the name
-        raise _refuse(name, str(exc)) from None
-    try:
-        return _read_regular(fd, name, limit)
-    except OSError as exc:
-        raise _refuse(name, exc.strerror or str(exc)) from None
-    finally:
-        os.close(fd)
-
-
-def _read_regular(fd: int, name: str, limit: int) -> bytes:
-    """All of an open regular file, read in chunks so that a file growing past `limit` stops."""
-    info = os.fstat(fd)
-    if not stat.S_ISREG(info.st_mode):
-        raise _refuse(name, f"it is {_kind(info.st_mode)}; only regular files are read")
-    if info.st_size > limit:
-        raise _refuse(name, f"it has {info.st_size} bytes; the limit is {limit}", code=codes.E109)
-    chunks = []
-    size = 0
-    while chunk := os.read(fd, 65536):
-        size += len(chunk)
-        if size > limit:
-            raise _refuse(name, f"it has more than {limit} bytes", code=codes.E109)
-        chunks.append(chunk)
-    return b"".join(chunks)
+        return guarded.read_bytes(path, name, limit, named=named)
+    except guarded.Refused as refused:
+        raise as_config_error(refused) from None
 
 
 def decode_utf8(data: bytes, name: str) -> str:
     """Strict UTF-8 (a leading BOM is dropped); a bad byte is reported at its line and column."""
     try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        before = data[: exc.start]
-        line = before.count(b"\n") + 1
-        column = len(before) - (before.rfind(b"\n") + 1) + 1
-        raise ConfigError(
-            f"not UTF-8: byte 0x{data[exc.start]:02x} cannot start or continue a character",
-            Location(name, line, column),
-            code=codes.E108,
-            hint="save the file as UTF-8",
-        ) from None
-    return text.removeprefix("\ufeff")
+        return guarded.decode(data, name)
+    except guarded.Refused as refused:
+        raise as_config_error(refused) from None
 
 
-def read_text(path: Path, name: str | None = None, limit: int = MAX_FILE_BYTES) -> str:
+def read_text(
+    path: Path, name: str | None = None, limit: int = MAX_FILE_BYTES, *, named: bool = False
+) -> str:
     name = name or str(path)
-    return decode_utf8(read_bytes(path, name, limit), name)
+    return decode_utf8(read_bytes(path, name, limit, named=named), name)
 
 
 def _no_constant(token: str) -> Any:

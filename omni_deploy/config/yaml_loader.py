@@ -19,7 +19,7 @@ import yaml
 from omni_deploy import codes
 from omni_deploy.config.interpolate import resolve_interpolations
 from omni_deploy.config.nodes import Entry, Map, Node, Origin, Scalar, Seq, Unresolved
-from omni_deploy.config.safe_read import read_text
+from omni_deploy.config.safe_read import MAX_FILE_BYTES, decode_utf8, read_text
 from omni_deploy.errors import ConfigError, Location
 
 _FLOAT = re.compile(
@@ -338,13 +338,28 @@ def parse_text(text: str, file: str) -> Map:
     return tree
 
 
-def load_file(path: Path, env: dict[str, str] | None = None, text: str | None = None) -> Map:
+def load_file(
+    path: Path, env: dict[str, str] | None = None, text: str | bytes | None = None, *, named: bool = False
+) -> Map:
     """Read, parse and interpolate one deploy file (OmegaConf resolves `${...}` per file).
 
-    `text` is the file's content when it does not come from disk (stdin); `path` then only names it.
-    From disk, only through the guarded reader (regular files, size cap, strict UTF-8).
+    `text` is the file's content when it does not come from disk (stdin, as bytes or text); `path`
+    then only names it, and it gets the same size cap and strict decoding as a file. From disk,
+    only through the guarded reader (regular files, size cap, strict UTF-8); `named`: the user
+    named this file as the argument itself, so a pipe there (`<(git show ...)`) is read too.
     """
     name = display_path(path)
-    if text is None:
-        text = read_text(path, name)
+    text = read_text(path, name, named=named) if text is None else _checked(text, name)
     return resolve_interpolations(parse_text(text, name), dict(os.environ) if env is None else env)
+
+
+def _checked(text: str | bytes, name: str) -> str:
+    """Content that did not come from a file, held to a file's rules (cap, strict UTF-8)."""
+    size = len(text)
+    if size > MAX_FILE_BYTES:
+        raise ConfigError(
+            f"cannot read {name}: it has more than {MAX_FILE_BYTES} bytes; the limit is {MAX_FILE_BYTES}",
+            Location(name),
+            code=codes.E109,
+        )
+    return decode_utf8(text, name) if isinstance(text, bytes) else text

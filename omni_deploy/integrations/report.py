@@ -16,6 +16,7 @@ import json
 import logging
 import os
 import socket
+import stat
 import tempfile
 import threading
 import time
@@ -120,6 +121,26 @@ def write_file(outcome: Outcome) -> str | None:
     return path
 
 
+MAX_REPORT_BYTES = 1024 * 1024  # a report is a few hundred bytes
+MAX_REPORT_FILES = 1000  # one per component and process
+
+
+def _read_regular(path: str) -> str:
+    """A report file's text: a regular file within MAX_REPORT_BYTES, opened without blocking (a FIFO
+    named *.json would hang the reader; a link to /dev/zero never ends); OSError says why not."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise OSError(f"{path} is not a regular file")
+        data = os.read(fd, MAX_REPORT_BYTES + 1)
+    finally:
+        os.close(fd)
+    if len(data) > MAX_REPORT_BYTES:
+        raise OSError(f"{path} has more than {MAX_REPORT_BYTES} bytes")
+    return data.decode("utf-8")
+
+
 def read_files(directory: str | os.PathLike[str]) -> tuple[list[dict[str, Any]], list[str]]:
     """The report records in `directory` (one per component and process, newest state), and what
     could not be read there. For serve and `explain --probe`."""
@@ -129,11 +150,10 @@ def read_files(directory: str | os.PathLike[str]) -> tuple[list[dict[str, Any]],
         names = sorted(n for n in os.listdir(directory) if n.endswith(".json") and not n.startswith("."))
     except OSError as exc:
         return [], [f"cannot list {directory}: {exc.strerror or exc}"]
-    for name in names:
+    for name in names[:MAX_REPORT_FILES]:
         try:
-            with open(os.path.join(directory, name), encoding="utf-8") as handle:
-                record = json.load(handle)
-        except (OSError, ValueError) as exc:
+            record = json.loads(_read_regular(os.path.join(directory, name)))
+        except (OSError, ValueError, RecursionError) as exc:
             problems.append(f"cannot read {name}: {exc}")
             continue
         if isinstance(record, dict) and isinstance(record.get("backend"), str):

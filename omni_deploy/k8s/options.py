@@ -253,6 +253,10 @@ def check_options(options: K8sOptions) -> None:
             "does not know"
         )
     check_model(options.model)
+    if options.served_model_name is not None and any(
+        ord(c) < 32 or ord(c) == 127 for c in options.served_model_name
+    ):
+        raise K8sOptionError(f"--served-model-name {options.served_model_name!r} has control characters")
     # Object names get suffixes (-config, -node1, -nodes): keep room for them within 63.
     check_dns_label(options.name, "--name", 50)
     check_service_name(options.name)

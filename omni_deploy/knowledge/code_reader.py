@@ -23,11 +23,16 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import math
 import operator
+import os
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from omni_deploy import guarded
+from omni_deploy.errors import OmniDeployError
 
 STAGE_CONFIG = "vllm_omni/config/stage_config.py"
 LEGACY_LOADER = "vllm_omni/entrypoints/utils.py"
@@ -99,21 +104,54 @@ _OTHER_DATACLASSES = {DIFFUSION_DATA: {"OmniDiffusionConfig": "diffusion_engine"
 _RESERVED_SETS = ("_STAGE_RESERVED_KEYS", "_STAGE_NON_ENGINE_KEYS")
 
 
+class SourceTreeError(OmniDeployError):
+    """A source tree that cannot be read as vllm-omni's code (a module that is a FIFO, too big,
+    not UTF-8, or no vllm_omni package at all): its reads would be incomplete, so none are given."""
+
+
+MAX_MODULE_BYTES = 8 * 1024 * 1024  # vllm-omni's largest module is under 200 KiB
+
+
+def _matches(root: Path, pattern: str) -> list[Path]:
+    try:
+        return guarded.glob(f"{root}/{pattern}")
+    except guarded.Refused as refused:
+        raise SourceTreeError(f"vllm-omni source {root}: {refused.why}") from None
+
+
 def source_files(root: Path) -> list[Path]:
     """Every file a rule reads, in a stable order (what the run-time cache hashes)."""
+    if not (root / "vllm_omni").is_dir():
+        raise SourceTreeError(f"vllm-omni source {root}: no vllm_omni package folder in it")
     found: set[Path] = set()
     for rule in _RULES:
         for pattern in rule.files:
-            found.update(p for p in root.glob(pattern) if p.is_file())
-    found.update(p for p in (root / STAGE_CONFIG, *(root / rel for rel in _OTHER_DATACLASSES)) if p.is_file())
+            found.update(p for p in _matches(root, pattern) if not p.is_dir())
+    others = (root / STAGE_CONFIG, *(root / rel for rel in _OTHER_DATACLASSES))
+    found.update(p for p in others if os.path.lexists(p) and not p.is_dir())
     return sorted(found)
+
+
+def _source(path: Path) -> str:
+    try:
+        return guarded.read_text(path, str(path), MAX_MODULE_BYTES)
+    except guarded.Refused as refused:
+        raise SourceTreeError(str(refused)) from None
+
+
+def module_text(path: Path) -> str | None:
+    """A module's text for knowledge/facts.py (its `read`): None when there is no such file; a FIFO,
+    a device, a file past the size cap or not UTF-8 is a SourceTreeError, as for the rules' files."""
+    if not os.path.lexists(path) or path.is_dir():
+        return None
+    return _source(path)
 
 
 def tree_digest(root: Path) -> str:
     digest = hashlib.sha256()
     for path in source_files(root):
         digest.update(path.relative_to(root).as_posix().encode())
-        digest.update(hashlib.sha256(path.read_bytes()).digest())
+        digest.update(hashlib.sha256(_source(path).encode("utf-8")).digest())
     return digest.hexdigest()
 
 
@@ -122,18 +160,20 @@ def read_tree(root: Path) -> list[Read]:
     reads: list[Read] = []
     for rule in _RULES:
         for pattern in rule.files:
-            for path in sorted(root.glob(pattern)):
+            for path in _matches(root, pattern):
+                if path.is_dir():
+                    continue
                 module = _parse(path)
                 if module is None:
                     continue
                 rel = path.relative_to(root).as_posix()
                 reads.extend(_ModuleReader(module, rel).rule_reads(rule))
     for rel, classes in _OTHER_DATACLASSES.items():
-        other = _parse(root / rel) if (root / rel).is_file() else None
+        other = _parse(root / rel) if os.path.lexists(root / rel) else None
         if other is not None:
             reads.extend(_ModuleReader(other, rel).dataclass_fields(classes))
     stage_config = root / STAGE_CONFIG
-    module = _parse(stage_config) if stage_config.is_file() else None
+    module = _parse(stage_config) if os.path.lexists(stage_config) else None
     if module is not None:
         reader = _ModuleReader(module, STAGE_CONFIG)
         reads.extend(reader.dataclass_fields())
@@ -150,7 +190,7 @@ def read_tree(root: Path) -> list[Read]:
 def legacy_stage_args(root: Path) -> str | None:
     """Where a version still routes a `stage_args` file to its legacy loader (file:line), if it does."""
     path = root / LEGACY_LOADER
-    module = _parse(path) if path.is_file() else None
+    module = _parse(path) if os.path.lexists(path) else None
     if module is None:
         return None
     for node in ast.walk(module):
@@ -162,9 +202,12 @@ def legacy_stage_args(root: Path) -> str | None:
 
 
 def _parse(path: Path) -> ast.Module | None:
+    """The module's tree; None for code that does not parse (no reads are found in it). A
+    module that cannot be read at all is a SourceTreeError: skipping it would hide its reads."""
+    text = _source(path)
     try:
-        return ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-    except (SyntaxError, UnicodeDecodeError, ValueError):
+        return ast.parse(text, filename=str(path))
+    except (SyntaxError, ValueError, RecursionError):
         return None
 
 
@@ -172,57 +215,126 @@ _BINOPS: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
     ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Pow: operator.pow,
     ast.FloorDiv: operator.floordiv, ast.Div: operator.truediv,
 }  # fmt: skip
+# Constant folding is bounded: a default is a small number, so larger operands or results (and
+# deeper expressions) are simply not folded: `10 ** 10 ** 10` or a 5,000-term sum cost nothing.
+MAX_BITS = 64
+MAX_DEPTH = 32
+MAX_ITEMS = 1000
+MAX_CODE = 200  # characters of a default's source text kept
+
+
+def _small(value: Any) -> bool:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    if isinstance(value, int):
+        return value.bit_length() <= MAX_BITS
+    return math.isfinite(value)
+
+
+def _fold(op: type[ast.operator], left: Any, right: Any) -> Any:
+    if not (_small(left) and _small(right)):
+        return NO_DEFAULT
+    if op is ast.Pow and (abs(right) > MAX_BITS or (isinstance(right, float) and abs(left) > 2**MAX_BITS)):
+        return NO_DEFAULT  # never computed: 2 ** 64 is the largest exponent a default needs
+    try:
+        value = _BINOPS[op](left, right)
+    except (ArithmeticError, OverflowError, ValueError):
+        return NO_DEFAULT
+    return value if _small(value) else NO_DEFAULT
+
+
+def source_text(node: ast.AST) -> str:
+    """An expression's source text, cut to MAX_CODE characters; a tree too deep to unparse is named so."""
+    try:
+        text = ast.unparse(node)
+    except (RecursionError, ValueError):
+        return "<an expression too deep to show>"
+    return text if len(text) <= MAX_CODE else text[: MAX_CODE - 3] + "..."
+
+
+def dotted(node: ast.AST) -> str | None:
+    """`a`, `self.config`: a name or attribute chain (short), else None; iterative."""
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute) and len(parts) < 8:
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name) or len(parts) >= 8:
+        return None
+    return ".".join([node.id, *reversed(parts)])
+
+
+def _constant(value: object) -> Any:
+    """A literal's value when it is small enough to show (strings to 4 KiB, bounded numbers)."""
+    if isinstance(value, str):
+        return value if len(value) <= 4096 else NO_DEFAULT
+    if value is None or isinstance(value, bool) or _small(value):
+        return value
+    return NO_DEFAULT
+
+
+def _empty_container(node: ast.expr) -> Any:
+    """`{}`, `dict()`, `list()`: an empty default; anything else is not a constant."""
+    if isinstance(node, ast.Dict) and not node.keys:
+        return {}
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and not node.args and not node.keywords:
+        return {"dict": {}, "list": []}.get(node.func.id, NO_DEFAULT)
+    return NO_DEFAULT
 
 
 class _ModuleReader:
     def __init__(self, module: ast.Module, rel: str) -> None:
         self.module = module
         self.rel = rel
-        self.constants: dict[str, Any] = {}
+        # Module constants are evaluated only when a read names one (most never are), once each.
+        self._assigned: dict[str, ast.expr] = {}
+        self._constants: dict[str, Any] = {}
+        self._evaluating: set[str] = set()
         for node in module.body:
             if (
                 isinstance(node, ast.Assign)
                 and len(node.targets) == 1
                 and isinstance(node.targets[0], ast.Name)
             ):
-                value = self.literal(node.value)
-                if value is not NO_DEFAULT:
-                    self.constants[node.targets[0].id] = value
+                self._assigned[node.targets[0].id] = node.value
 
-    def literal(self, node: ast.expr) -> Any:
-        """A JSON-able value for a constant expression, else NO_DEFAULT."""
-        if isinstance(node, ast.Constant):
-            return (
-                node.value
-                if node.value is None or isinstance(node.value, (str, int, float, bool))
-                else NO_DEFAULT
-            )
-        if isinstance(node, ast.Name):
-            return self.constants.get(node.id, NO_DEFAULT)
-        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-            value = self.literal(node.operand)
-            return -value if isinstance(value, (int, float)) and not isinstance(value, bool) else NO_DEFAULT
-        if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
-            left, right = self.literal(node.left), self.literal(node.right)
-            if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (left, right)):
-                try:
-                    return _BINOPS[type(node.op)](left, right)
-                except (ArithmeticError, OverflowError):
-                    return NO_DEFAULT
+    def constant(self, name: str, depth: int) -> Any:
+        if name in self._constants:
+            return self._constants[name]
+        node = self._assigned.get(name)
+        if node is None or name in self._evaluating:
             return NO_DEFAULT
+        self._evaluating.add(name)
+        try:
+            value = self.literal(node, depth + 1)
+        finally:
+            self._evaluating.discard(name)
+        self._constants[name] = value
+        return value
+
+    def literal(self, node: ast.expr, depth: int = 0) -> Any:
+        """A JSON-able value for a constant expression, else NO_DEFAULT (bounded, see MAX_*)."""
+        if depth > MAX_DEPTH:
+            return NO_DEFAULT
+        if isinstance(node, ast.Constant):
+            return _constant(node.value)
+        if isinstance(node, ast.Name):
+            return self.constant(node.id, depth)
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+            value = self.literal(node.operand, depth + 1)
+            return -value if _small(value) else NO_DEFAULT
+        if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
+            return _fold(
+                type(node.op), self.literal(node.left, depth + 1), self.literal(node.right, depth + 1)
+            )
         if isinstance(node, (ast.List, ast.Tuple)):
-            items = [self.literal(e) for e in node.elts]
-            return NO_DEFAULT if any(i is NO_DEFAULT for i in items) else items
-        if isinstance(node, ast.Dict) and not node.keys:
-            return {}
-        if (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Name)
-            and not node.args
-            and not node.keywords
-        ):
-            return {"dict": {}, "list": []}.get(node.func.id, NO_DEFAULT)
-        return NO_DEFAULT
+            return self._items(node.elts, depth)
+        return _empty_container(node)
+
+    def _items(self, elements: list[ast.expr], depth: int) -> Any:
+        if len(elements) > MAX_ITEMS:
+            return NO_DEFAULT
+        items = [self.literal(e, depth + 1) for e in elements]
+        return NO_DEFAULT if any(i is NO_DEFAULT for i in items) else items
 
     def key_name(self, node: ast.expr) -> str | None:
         value = self.literal(node)
@@ -246,14 +358,14 @@ class _ModuleReader:
         if isinstance(node, ast.Call):
             return self._call_read(node, rule)
         if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load):
-            key = self.key_name(node.slice) if ast.unparse(node.value) in rule.receivers else None
+            key = self.key_name(node.slice) if dotted(node.value) in rule.receivers else None
             return [Read(rule.place, key, self.rel, node.lineno)] if key is not None else []
         if (
             isinstance(node, ast.Compare)
             and len(node.ops) == 1
             and isinstance(node.ops[0], (ast.In, ast.NotIn))
         ):
-            key = self.key_name(node.left) if ast.unparse(node.comparators[0]) in rule.receivers else None
+            key = self.key_name(node.left) if dotted(node.comparators[0]) in rule.receivers else None
             if key is not None:
                 return [Read(rule.place, key, self.rel, node.lineno, refused=node.lineno in refused)]
         return []
@@ -263,14 +375,14 @@ class _ModuleReader:
         func = node.func
         if not (isinstance(func, ast.Attribute) and func.attr in ("get", "pop", "setdefault") and node.args):
             return []
-        key = self.key_name(node.args[0]) if ast.unparse(func.value) in rule.receivers else None
+        key = self.key_name(node.args[0]) if dotted(func.value) in rule.receivers else None
         if key is None:
             return []
         default: Any = NO_DEFAULT  # `.get(key)` states no default (None is Python's)
         code = None
         if len(node.args) > 1 and func.attr != "setdefault":  # setdefault writes the key, not a default
             default = self.literal(node.args[1])
-            code = ast.unparse(node.args[1]) if default is NO_DEFAULT else None
+            code = source_text(node.args[1]) if default is NO_DEFAULT else None
         return [Read(rule.place, key, self.rel, node.lineno, default, code)]
 
     def _refused_compares(self, scope: ast.AST) -> set[int]:
@@ -295,12 +407,12 @@ class _ModuleReader:
                 if item.value is not None:
                     default = self._field_default(item.value)
                     if default is NO_DEFAULT:
-                        code = ast.unparse(item.value)
+                        code = source_text(item.value)
                 out.append(Read(place, item.target.id, self.rel, item.lineno, default, code))
         return out
 
     def _field_default(self, value: ast.expr) -> Any:
-        if isinstance(value, ast.Call) and ast.unparse(value.func) == "field":
+        if isinstance(value, ast.Call) and dotted(value.func) == "field":
             for keyword in value.keywords:
                 if keyword.arg == "default":
                     return self.literal(keyword.value)

@@ -24,7 +24,7 @@ def _top_level_keys() -> frozenset[str]:
 def looks_like_deploy_file(text: str) -> bool:
     try:
         documents = list(yaml.compose_all(text, Loader=yaml.SafeLoader))
-    except yaml.YAMLError:
+    except (yaml.YAMLError, RecursionError):  # nested past the composer's recursion: the loader says so
         return True
     documents = [d for d in documents if d is not None]
     if len(documents) != 1:

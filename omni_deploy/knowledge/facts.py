@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,7 +28,7 @@ _TOKEN2WAV = "vllm_omni/model_executor/models/step_audio2/step_audio2_token2wav.
 @dataclass(frozen=True)
 class Fact:
     name: str
-    files: tuple[str, ...]  # globs under the tree root, searched in order
+    files: tuple[str, ...]  # files under the tree root (plain paths), searched in order
     pattern: str  # a regular expression matched against each line
     meaning: str  # what the line shows, for the reference page and messages
 
@@ -81,36 +82,59 @@ FACTS = (
 )  # fmt: skip
 
 
-def find(root: Path, fact: Fact) -> str | None:
+# How a module's text is read: None when it is not there (or, for a release's own code, cannot be
+# read). The default reads plainly (a release's wheel, the serving interpreter's own package);
+# validate --vllm-omni-source passes omni-deploy's guarded reader (knowledge/code_reader.module_text),
+# which refuses a FIFO, a device, a file past its size cap or not UTF-8 instead of reading it.
+Read = Callable[[Path], "str | None"]
+
+
+def plain_read(path: Path) -> str | None:
+    if not path.is_file():
+        return None
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def _parse(text: str | None) -> ast.Module | None:
+    """The module's tree; None for none or code that does not parse (nothing is found in it)."""
+    if text is None:
+        return None
+    try:
+        return ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+
+
+def find(root: Path, fact: Fact, read: Read = plain_read) -> str | None:
     """`file:line` of the first line under `root` that shows `fact`, or None."""
     pattern = re.compile(fact.pattern)
-    for glob in fact.files:
-        for path in sorted(root.glob(glob)):
-            try:
-                lines = path.read_text(encoding="utf-8").splitlines()
-            except (OSError, UnicodeDecodeError):
-                continue
-            for number, line in enumerate(lines, 1):
-                if pattern.search(line):
-                    return f"{path.relative_to(root).as_posix()}:{number}"
+    for rel in fact.files:  # plain relative paths (no glob: one file each)
+        text = read(root / rel)
+        if text is None:
+            continue
+        for number, line in enumerate(text.splitlines(), 1):
+            if pattern.search(line):
+                return f"{rel}:{number}"
     return None
 
 
-def facts(root: Path) -> dict[str, str]:
-    return {fact.name: at for fact in FACTS if (at := find(root, fact)) is not None}
+def facts(root: Path, read: Read = plain_read) -> dict[str, str]:
+    return {fact.name: at for fact in FACTS if (at := find(root, fact, read)) is not None}
 
 
-def registry(root: Path) -> dict[str, tuple[str, str, int]]:
+def registry(root: Path, read: Read = plain_read) -> dict[str, tuple[str, str, int]]:
     """{name: (module, attribute, line)} from config/pipeline_registry.py, read as text.
 
     0.20.0-0.22.0 declare `name: ("module", "ATTR")`; 0.24.0 on import each PipelineConfig (or
     resolver) by name and map `name: NAME`. Stdlib only: the server check's child loads this file by
     path in the serving interpreter.
     """
-    path = root / "vllm_omni" / "config" / "pipeline_registry.py"
-    if not path.is_file():
+    tree = _parse(read(root / "vllm_omni" / "config" / "pipeline_registry.py"))
+    if tree is None:
         return {}
-    tree = ast.parse(path.read_text(encoding="utf-8"))
     imported = {
         alias.asname or alias.name: (node.module, alias.name)
         for node in ast.walk(tree)
@@ -163,20 +187,30 @@ def _stages(call: ast.Call) -> dict[str, Any] | None:
     return {"stages": stages, "async_chunk_producer": producer, "next_stage_processor": processor}
 
 
-def pipelines(root: Path) -> dict[str, dict[str, Any]]:
+def module_path(root: Path, module: str) -> Path | None:
+    """The file of a dotted module name under `root`; None for a name that is not one (empty,
+    relative, absolute, or with a part that is no identifier): it would name a file elsewhere."""
+    parts = module.split(".")
+    if not all(part.isidentifier() for part in parts):
+        return None
+    return root.joinpath(*parts[:-1], parts[-1] + ".py")
+
+
+def pipelines(root: Path, read: Read = plain_read) -> dict[str, dict[str, Any]]:
     """{name: {"at", "stages"?, "async_chunk_producer"?}}; a resolver function has no fixed stages."""
     out: dict[str, dict[str, Any]] = {}
-    for name, (module, attribute, line) in sorted(registry(root).items()):
+    for name, (module, attribute, line) in sorted(registry(root, read).items()):
         entry: dict[str, Any] = {"registered_at": f"vllm_omni/config/pipeline_registry.py:{line}"}
-        path = root / Path(*module.split(".")).with_suffix(".py")
-        tree = ast.parse(path.read_text(encoding="utf-8")) if path.is_file() else None
+        path = module_path(root, module)
+        tree = _parse(read(path)) if path is not None else None
+        rel = path.relative_to(root).as_posix() if path is not None else ""
         for node in tree.body if tree else []:
             if (
                 isinstance(node, ast.Assign)
                 and any(isinstance(t, ast.Name) and t.id == attribute for t in node.targets)
                 and isinstance(node.value, ast.Call)
             ):
-                entry["at"] = f"{path.relative_to(root).as_posix()}:{node.lineno}"
+                entry["at"] = f"{rel}:{node.lineno}"
                 shape = _stages(node.value)
                 if shape is not None:
                     entry.update(shape)

@@ -7,6 +7,7 @@ installed) is checked against the newest release's reads, and says so.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from dataclasses import dataclass, field
@@ -162,22 +163,14 @@ def installed_reads(version: str, root: Path) -> TargetReads:
 
     digest = tree_digest(root)
     cached = _cache_dir() / f"reads-{digest[:32]}.json"
-    payload: dict[str, Any] | None = None
-    if cached.is_file():
-        try:
-            payload = json.loads(cached.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            payload = None
+    payload = _cached_payload(cached)
     if payload is None:
         payload = {"places": version_entry(read_tree(root)), "legacy_stage_args": legacy_stage_args(root)}
-        try:
-            cached.parent.mkdir(parents=True, exist_ok=True)
-            cached.write_text(json.dumps(payload), encoding="utf-8")
-        except OSError:
-            pass  # a read-only home only costs the next run a re-read
+        _write_cache(cached, payload)
     places = {
         place: {key: _entry(raw) for key, raw in keys.items()} for place, keys in payload["places"].items()
     }
+    from omni_deploy.knowledge.code_reader import module_text
     from omni_deploy.knowledge.facts import facts, pipelines
 
     source = f"vllm-omni {version} at {root / 'vllm_omni'} (its source, read now)"
@@ -187,9 +180,51 @@ def installed_reads(version: str, root: Path) -> TargetReads:
         source,
         places,
         payload["legacy_stage_args"],
-        facts=facts(root),
-        pipelines=pipelines(root),
+        facts=facts(root, module_text),
+        pipelines=pipelines(root, module_text),
     )
+
+
+def _cached_payload(path: Path) -> dict[str, Any] | None:
+    """A cache file's reads when it is one we wrote (the right shape); None: read the tree again.
+
+    The cache is a convenience: a file cut short, edited, or replaced by a FIFO or a link to a
+    device is never trusted and never blocks; it is rewritten from the tree."""
+    from omni_deploy import guarded
+
+    try:
+        payload = json.loads(guarded.read_text(path, str(path), 16 * 1024 * 1024))
+    except (guarded.Refused, ValueError, RecursionError):
+        return None
+    if not isinstance(payload, dict) or not isinstance(payload.get("places"), dict):
+        return None
+    legacy = payload.get("legacy_stage_args")
+    if legacy is not None and not isinstance(legacy, str):
+        return None
+    for keys in payload["places"].values():
+        if not isinstance(keys, dict):
+            return None
+        for raw in keys.values():
+            if not (isinstance(raw, dict) and isinstance(raw.get("at"), list) and len(raw["at"]) == 2):
+                return None
+    return payload
+
+
+def _write_cache(path: Path, payload: dict[str, Any]) -> None:
+    """Write the cache atomically: a new file renamed over the old entry (whatever that is)."""
+    import secrets
+
+    partial = path.with_name(f".{path.name}.{secrets.token_hex(4)}.partial")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o644)
+        with open(fd, "w", encoding="utf-8") as handle:
+            handle.write(json.dumps(payload))
+        os.replace(partial, path)
+    except OSError:
+        with contextlib.suppress(OSError):
+            partial.unlink()
+        # a read-only home only costs the next run a re-read
 
 
 def _cache_dir() -> Path:

@@ -3,10 +3,12 @@ and the pass-through arguments that cannot be launched."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from omni_deploy import defaults
 from omni_deploy.errors import UsageProblem
+from omni_deploy.numbers import MAX_DIGITS
 from omni_deploy.speaker_rules import Backend
 
 
@@ -49,7 +51,11 @@ def check_passthrough(args: tuple[str, ...], stage_ids: set[int]) -> None:
         if stage is None:
             raise PlanError("--headless needs --stage-id N (the stage this node runs)")
     stage = _flag_value(args, "--stage-id")
-    if stage is not None and (not stage.isdigit() or int(stage) not in stage_ids):
-        raise PlanError(f"--stage-id {stage}: the deploy config has stages {sorted(stage_ids)}")
+    # ASCII digits, at most 18: str.isdigit() takes '²' (int() then raises) and 5,000 digits raise too
+    if stage is not None and (
+        not re.fullmatch(f"[0-9]{{1,{MAX_DIGITS}}}", stage) or int(stage) not in stage_ids
+    ):
+        shown = stage if len(stage) <= 24 else stage[:21] + "..."
+        raise PlanError(f"--stage-id {shown}: the deploy config has stages {sorted(stage_ids)}")
     if _flag_value(args, "--worker-backend") == "ray" and _flag_value(args, "--ray-address") is None:
         raise PlanError("--worker-backend ray needs --ray-address")

@@ -10,7 +10,7 @@ import copy
 from dataclasses import dataclass, field
 
 from omni_deploy.config.nodes import Entry, Map, Origin, Scalar
-from omni_deploy.config.render import to_yaml
+from omni_deploy.config.render import to_yaml, yaml_comment
 from omni_deploy.config.yaml_loader import display_path
 from omni_deploy.deployment import Deployment
 from omni_deploy.speaker_rules import CPU_ORT, CUDA_TORCH, TENSORRT, Backend
@@ -34,8 +34,8 @@ def render_deploy_config(
     extra = deployment.code2wav_extra_in(config)
     notes = apply_speaker_override(extra, spk_backend, Origin("--spk-backend", 0, 0, "override"))
     header = (
-        f"# Rendered by omni-deploy from {display_path(deployment.top)} for platform {platform}\n"
-        + "".join(f"# {n}\n" for n in notes)
+        f"# Rendered by omni-deploy from {yaml_comment(display_path(deployment.top))} for platform {platform}\n"
+        + "".join(f"# {yaml_comment(n)}\n" for n in notes)
     )
     return RenderedConfig(to_yaml(config, header), platform, notes)
 

@@ -11,18 +11,52 @@ import json
 import math
 from typing import Any
 
+from omni_deploy.errors import OmniDeployError
+
 SCHEMA_VERSION = 1
 
 
-def _safe(value: Any) -> Any:
-    # JSON has no NaN or infinity; a config can hold `.inf` and a timing can be NaN.
+class JsonKeyError(OmniDeployError):
+    """Two keys of one mapping would be the same JSON key (YAML's 1 and "1"): refused, not dropped."""
+
+
+def json_key(key: Any) -> str:
+    """A mapping key as JSON must spell it: as YAML writes it (null, true, 1, 2.5), never "None"."""
+    if isinstance(key, str):
+        return key
+    if key is None:
+        return "null"
+    if isinstance(key, bool):
+        return "true" if key else "false"
+    if isinstance(key, float) and not math.isfinite(key):
+        return ".nan" if key != key else (".inf" if key > 0 else "-.inf")
+    return str(key)
+
+
+def safe(value: Any, path: str = "$") -> Any:
+    """`value` as strict JSON can hold it: keys spelt as YAML spells them (two that collide are a
+    JsonKeyError naming both), NaN and infinity as strings (a config can hold `.inf`)."""
     if isinstance(value, float) and not math.isfinite(value):
         return str(value)
     if isinstance(value, dict):
-        return {str(k): _safe(v) for k, v in value.items()}
+        out: dict[str, Any] = {}
+        seen: dict[str, Any] = {}
+        for key, item in value.items():
+            spelt = json_key(key)
+            if spelt in seen:
+                raise JsonKeyError(
+                    f"{path}: the keys {seen[spelt]!r} and {key!r} are one key in JSON; "
+                    "quote them all as strings (or use -o yaml)"
+                )
+            seen[spelt] = key
+            out[spelt] = safe(item, f"{path}.{spelt}")
+        return out
     if isinstance(value, list | tuple):
-        return [_safe(v) for v in value]
+        return [safe(v, f"{path}[{i}]") for i, v in enumerate(value)]
     return value
+
+
+_safe = safe
 
 
 def document(body: dict[str, Any]) -> dict[str, Any]:
@@ -31,4 +65,4 @@ def document(body: dict[str, Any]) -> dict[str, Any]:
 
 
 def dumps(body: dict[str, Any]) -> str:
-    return json.dumps(_safe(document(body)), indent=2, default=str)
+    return json.dumps(safe(document(body)), indent=2, default=str)

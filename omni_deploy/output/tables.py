@@ -18,6 +18,9 @@ from typing import Any, TextIO
 from omni_deploy.output import color
 
 UNBOUNDED = 10_000
+# Rows drawn at most: rich takes milliseconds a row, and a file can ask for 20,000 stages; the
+# rest is counted on one line (JSON output has them all).
+MAX_ROWS = 500
 
 
 @dataclass(frozen=True)
@@ -46,7 +49,9 @@ def width_for(stream: TextIO) -> int:
 
 
 def _cell(value: Any) -> str:
-    return "-" if value is None else str(value)
+    from omni_deploy.output.escape import for_terminal  # cells hold values from files
+
+    return "-" if value is None else for_terminal(value)
 
 
 def to_text(
@@ -66,13 +71,17 @@ def to_text(
     target = stream if stream is not None else sys.stdout
     colored = color.wanted(target)
     width = max(20, width_for(target) - indent)
-    cells = [[_cell(v) for v in row] for row in rows]
+    cells = [[_cell(v) for v in row] for row in rows[:MAX_ROWS]]
     blocks = _blocks(columns, cells, keys, width) if keys else [list(range(len(columns)))]
     drawn = [
         _draw([columns[i] for i in block], [[row[i] for i in block] for row in cells],
               title if n == 0 else None, colored, width, indent)
         for n, block in enumerate(blocks)
     ]  # fmt: skip
+    if len(rows) > MAX_ROWS:
+        drawn[-1] += (
+            "\n" + " " * indent + f"... {len(rows) - MAX_ROWS} more row(s) not shown (-o json lists them all)"
+        )
     return "\n\n".join(drawn)
 
 

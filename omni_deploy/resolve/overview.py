@@ -30,7 +30,7 @@ def _field(stage: Map, name: str) -> Any:
     if node is None:
         extras = stage.get("engine_extras")
         node = extras.get(name) if isinstance(extras, Map) else None
-    return to_plain(node) if node is not None else None
+    return to_plain(node, unresolved=True) if node is not None else None  # ${oc.env:...} as written
 
 
 def overview(
@@ -65,7 +65,7 @@ def overview(
             if isinstance(kv, int) and not isinstance(kv, bool):
                 entry["kv_cache_bytes"] += kv
     knobs = {
-        name: to_plain(code2wav.get(name)) if code2wav and name in code2wav else None
+        name: to_plain(code2wav.get(name), unresolved=True) if code2wav and name in code2wav else None
         for name in CODE2WAV_KNOBS
     }
     return {

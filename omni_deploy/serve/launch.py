@@ -13,7 +13,7 @@ from pathlib import Path
 
 from omni_deploy.errors import Interrupted, OmniDeployError, ProcessExited, ReadinessTimeout
 from omni_deploy.launch.plan import LaunchPlan
-from omni_deploy.redact import secret_values
+from omni_deploy.redact import environment_secrets, secret_values
 from omni_deploy.serve.prepare import Prepared
 from omni_deploy.serve.rundir import REPORT_SUBDIR, add_to_record
 from omni_deploy.serve.speaker_report import read_report, summary_lines
@@ -53,7 +53,8 @@ def supervise(
         stop_grace,
         on_wait=WaitReport("the server to be ready", ready_timeout),
         expected_model=expected_model,
-        secrets=secret_values(plan.argv, plan.env_changes),
+        secrets=[*secret_values(plan.argv, plan.env_changes), *environment_secrets(env)],
+        adopt_orphans=True,  # this process is the serve command: every orphan of the server is its
     )
     expected = prepared.decision.speaker_backend
     model = MODELS.get(prepared.spec.deployment.pipeline.name or "")
@@ -72,8 +73,26 @@ def supervise(
         raise Interrupted(
             f"interrupted: {', '.join(supervisor.forwarded)} forwarded to the server, which exited with code {code}"
         )
+    if supervisor.exited_before_ready:  # with any code: a server that left before serving failed
+        raise ProcessExited("the server", code)  # it said "... before it was ready" already
+    if supervisor.leftovers:  # it went away by itself and left daemons behind (stopped now)
+        raise ProcessExited(
+            f"the server left {len(supervisor.leftovers)} process(es) running outside its process group "
+            f"(stopped now: {', '.join(supervisor.leftovers)}); the server",
+            code,
+        )
     if code != 0:
         raise ProcessExited("the server", code)
+
+
+LOG_HEAD = 16 * 1024 * 1024  # the stages report their backend while they build, near the top
+
+
+def _log_head(path: Path) -> str:
+    """The first LOG_HEAD bytes of our own server.log (never through a link put in its place)."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
+    with open(fd, "rb") as handle:
+        return handle.read(LOG_HEAD).decode("utf-8", "replace")
 
 
 def report_speaker_backend(
@@ -82,7 +101,7 @@ def report_speaker_backend(
     """After readiness: what each Code2Wav stage said it took (its report file, else its log line), on
     screen and in launch.json. `later`: the model settles its speaker path at its first request."""
     try:
-        lines = (directory / "server.log").read_text(encoding="utf-8", errors="replace").splitlines()
+        lines = _log_head(directory / "server.log").splitlines()
     except OSError as exc:
         say(f"WARNING: cannot read the server log for the speaker backend: {exc}")
         lines = []  # the report files may still tell

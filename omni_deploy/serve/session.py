@@ -31,8 +31,19 @@ def choose_platform(requested: str, lenient: bool) -> str:
     return found
 
 
+def escaping(echo: Echo) -> Echo:
+    """`echo` with every line made safe for a terminal (paths, names and values come from files)."""
+    from omni_deploy.output.escape import for_terminal
+
+    def safe_echo(text: str, err: bool) -> None:
+        echo("\n".join(for_terminal(line) for line in text.split("\n")), err)
+
+    return safe_echo
+
+
 def run_serve(asked: ServeRequest, echo: Echo) -> int:
     """`asked.platform` may be "auto" and `asked.target_version` empty: both are settled here."""
+    echo = escaping(echo)
     platform = choose_platform(asked.platform, asked.skip_preflight or asked.dry_run)
     request = dataclasses.replace(
         asked,
@@ -50,6 +61,9 @@ def run_serve(asked: ServeRequest, echo: Echo) -> int:
     prepared = prepare(
         request, report.deployment, probe_host(), env, lambda w: echo(f"omni-deploy: warning: {w}", True)
     )
+    from omni_deploy.redact import register, secret_values
+
+    register(secret_values(prepared.plan.argv, prepared.plan.env_changes))
     if request.dry_run:
         echo(dry_run_text(prepared, request.fmt, request.platform), False)
         return 0

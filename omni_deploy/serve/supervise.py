@@ -1,18 +1,28 @@
-"""Run the server in its own session, wait for /health, forward signals, and never leave it behind.
+"""Run the server in its own session, wait until it is ready, forward signals, and never leave it behind.
 
-- The child starts in a new session, so its whole process tree is one process group.
+- The child starts in a new session, so its process tree is one process group, and carries a
+  marker variable (RUN_MARKER=<token>) that every descendant inherits: a daemon that leaves the
+  group with setsid() is still ours.
 - SIGINT and SIGTERM sent to us are forwarded to that group; SIGHUP (the terminal closed) is
   forwarded as SIGTERM. Every forwarded stop is escalated to SIGKILL of the group after
   `stop_grace` seconds: a server that ignores signals cannot keep us waiting.
 - The tree dies with us: the child has Linux's parent-death signal (SIGKILL), and a small watchdog
-  process kills the whole group when we die, also of SIGKILL (workers have no parent-death signal).
-- After readiness, /v1/models must list the model we started: a foreign server that answers on
-  the port (ours then dies with EADDRINUSE) is never reported as ready.
-- Readiness: GET /health answers 200 (any other answer or a connection error is not ready), polled
-  while checking that the child is still alive.
-- Before ready: if the child dies we exit at once with its code and the tail of its log; past the
-  ready timeout we terminate the tree (TERM, a grace period, KILL) and exit with EXIT_READY_TIMEOUT.
+  process kills the group and every marked process when we die, also of SIGKILL. With
+  `adopt_orphans` (the serve command) we are a child subreaper: orphaned descendants become our
+  children, and any left at the end are stopped too.
+- Readiness: our own child alive, GET /health answering 200 and, when a model is expected,
+  GET /v1/models listing it, polled until the deadline (a server may answer /health before its
+  model list; another server on the port never lists ours). Probes of a loopback address never
+  go through a proxy (http_proxy would answer for a server that is not there).
+- Before ready: a child that exits, with any code, 0 included, is an error (its code, the tail
+  of its log); past the deadline the tree is stopped (TERM, a grace period, KILL): a foreign
+  server seen on the port is named (EXIT_SERVER_ERROR), else EXIT_READY_TIMEOUT.
 - After ready: we exit with the child's code, 128 + N when it died of signal N.
+- The log pump reads the server's output in chunks: a line longer than MAX_LINE is cut (memory
+  per line is bounded), and after MAX_LOG bytes the rest is drained and dropped (the log and the
+  terminal are bounded), so a server can never block on a full pipe nor make us grow.
+- At the end every process we started is accounted for: the group, marked processes in other
+  sessions, adopted orphans, the watchdog; what had to be killed is said.
 """
 
 from __future__ import annotations
@@ -27,7 +37,9 @@ import sys
 import threading
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,19 +48,45 @@ from typing import IO, Any
 EXIT_READY_TIMEOUT = 124
 EXIT_SERVER_ERROR = 4
 TAIL_LINES = 40
+MAX_LINE = 16 * 1024  # bytes of one line of server output that are kept
+MAX_LOG = 1024 * 1024 * 1024  # bytes of server output written to the log and the terminal
+MAX_PROBE_BODY = 1024 * 1024  # bytes of an HTTP answer read
+RUN_MARKER = "OMNI_DEPLOY_RUN"  # every process of the server's tree inherits it
+REAP_EVERY = 5.0  # seconds between collections of adopted orphans that exited
 _PR_SET_PDEATHSIG = 1
+_PR_SET_CHILD_SUBREAPER = 36
 
 # Runs in its own session beside the server: waits for its parent (omni-deploy) to die, then kills
-# the server's process group. Started with a parent-death signal, and it checks its parent at
-# start in case omni-deploy died before the signal was set.
+# the server's process group and every process carrying the run's marker (daemons in sessions of
+# their own). Started with a parent-death signal, and it checks its parent at start in case
+# omni-deploy died before the signal was set.
 _WATCHDOG = """
 import ctypes, os, signal, sys, time
-group, parent = int(sys.argv[1]), int(sys.argv[2])
+group, parent, marker = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3].encode()
+def marked():
+    found = []
+    for name in os.listdir("/proc"):
+        if name.isdigit() and int(name) != os.getpid():
+            try:
+                with open(f"/proc/{name}/environ", "rb") as handle:
+                    if marker in handle.read().split(b"\\0"):
+                        found.append(int(name))
+            except OSError:
+                pass
+    return found
 def kill(*_):
     try:
         os.killpg(group, signal.SIGKILL)
-    finally:
-        os._exit(0)
+    except OSError:
+        pass
+    for _ in range(3):
+        for pid in marked():
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        time.sleep(0.1)
+    os._exit(0)
 signal.signal(signal.SIGTERM, kill)
 signal.signal(signal.SIGINT, signal.SIG_IGN)
 signal.signal(signal.SIGHUP, signal.SIG_IGN)
@@ -60,8 +98,8 @@ while True:
 """
 
 
-def _die_with_parent(parent: int) -> Any:
-    """A preexec_fn: the child gets SIGKILL when its parent dies (Linux; elsewhere a no-op)."""
+def die_with_parent(parent: int, signum: int = signal.SIGKILL) -> Any:
+    """A preexec_fn: the child gets `signum` when its parent dies (Linux; elsewhere a no-op)."""
 
     def setup() -> None:
         if not sys.platform.startswith("linux"):
@@ -69,22 +107,56 @@ def _die_with_parent(parent: int) -> Any:
         import ctypes
 
         with contextlib.suppress(OSError, AttributeError):
-            ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+            ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signum, 0, 0, 0)
         if os.getppid() != parent:
             os._exit(1)  # the parent is already gone
 
     return setup
 
 
+def become_subreaper() -> bool:
+    """Make this process the reaper of its orphaned descendants (Linux); False where it cannot."""
+    if not sys.platform.startswith("linux"):
+        return False
+    import ctypes
+
+    try:
+        return int(ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)) == 0
+    except (OSError, AttributeError):
+        return False
+
+
 def exit_code(returncode: int) -> int:
     return 128 - returncode if returncode < 0 else returncode
 
 
-def probe_url(url: str, timeout: float = 2.0) -> tuple[int | None, bytes]:
-    """(status, body) of a GET; (None, b"") when nothing answered."""
+def _loopback(host: str | None) -> bool:
+    if not host:
+        return False
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    import ipaddress
+
     try:
-        with urllib.request.urlopen(url, timeout=timeout) as response:
-            return response.status, response.read()
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+_DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+
+def probe_url(url: str, timeout: float = 2.0) -> tuple[int | None, bytes]:
+    """(status, body) of a GET; (None, b"") when nothing answered. A loopback address is asked
+    directly, never through http_proxy/HTTP_PROXY; the body is read up to MAX_PROBE_BODY."""
+    try:
+        host = urllib.parse.urlsplit(url).hostname
+    except ValueError:
+        return None, b""
+    opener = _DIRECT if _loopback(host) else urllib.request.build_opener()
+    try:
+        with opener.open(url, timeout=timeout) as response:
+            return response.status, response.read(MAX_PROBE_BODY)
     except urllib.error.HTTPError as exc:
         return exc.code, b""
     except (urllib.error.URLError, OSError, ValueError):
@@ -102,6 +174,119 @@ def local_url(host: str, port: int) -> str:
     return f"http://{host}:{port}"
 
 
+def _proc_stat(pid: int) -> tuple[str, int] | None:
+    """(state, parent pid) of a process, None when it is gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return fields[0], int(fields[1])
+
+
+def marked_processes(marker: str) -> list[int]:
+    """Live processes (of our user: others' environments are unreadable) carrying the marker."""
+    needle = f"{RUN_MARKER}={marker}".encode()
+    found = []
+    with contextlib.suppress(OSError):
+        for name in os.listdir("/proc"):
+            if not name.isdigit() or int(name) == os.getpid():
+                continue
+            try:
+                environ = Path(f"/proc/{name}/environ").read_bytes()
+            except OSError:
+                continue
+            state = _proc_stat(int(name))
+            if needle in environ.split(b"\0") and state is not None and state[0] not in ("Z", "X"):
+                found.append(int(name))
+    return found
+
+
+def own_children() -> list[int]:
+    """Processes whose parent is this one (after `become_subreaper`, adopted orphans too)."""
+    me = os.getpid()
+    children = []
+    with contextlib.suppress(OSError):
+        for name in os.listdir("/proc"):
+            if name.isdigit():
+                state = _proc_stat(int(name))
+                if state is not None and state[1] == me:
+                    children.append(int(name))
+    return children
+
+
+def _command(pid: int) -> str:
+    try:
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return "?"
+    return raw.replace(b"\0", b" ").decode("utf-8", "replace").strip()[:120] or "?"
+
+
+@dataclass
+class _Pump:
+    """The server's output: bounded lines, a bounded total, secrets scrubbed."""
+
+    log: IO[bytes]
+    out: IO[str]
+    secrets: list[str]
+    tail: collections.deque[str]
+    written: int = 0
+    dropped: int = 0
+
+    def emit(self, raw: bytes, cut: bool = False) -> None:
+        from omni_deploy.redact import scrub, without_partial_secret
+
+        text = raw.decode("utf-8", "replace").rstrip("\r")
+        if cut:  # a secret the cut fell inside must not leave its first half behind
+            text = without_partial_secret(text, self.secrets)
+        line = scrub(text, self.secrets)
+        if cut:
+            line += f" [... line longer than {MAX_LINE} bytes: the rest is not kept]"
+        self.tail.append(line[:2000])
+        data = (line + "\n").encode("utf-8", "replace")
+        if self.written + len(data) > MAX_LOG:
+            if not self.dropped:
+                note = f"omni-deploy: the server printed more than {MAX_LOG} bytes; the rest is dropped"
+                with contextlib.suppress(OSError, ValueError):
+                    self.log.write((note + "\n").encode())
+                    self.log.flush()
+                    print(note, file=self.out, flush=True)
+            self.dropped += len(data)
+            return
+        self.written += len(data)
+        with contextlib.suppress(OSError, ValueError):
+            self.log.write(data)
+            self.log.flush()
+        with contextlib.suppress(OSError, ValueError):
+            print(line, file=self.out, flush=True)
+
+    def run(self, fd: int) -> None:
+        """Read until the server closes its output, in chunks, whatever it prints (or never ends)."""
+        buffer = bytearray()
+        skipping = False  # inside a line that was cut: drop bytes up to its newline
+        while True:
+            try:
+                chunk = os.read(fd, 65536)
+            except OSError:
+                chunk = b""
+            if not chunk:
+                break
+            buffer += chunk
+            while (end := buffer.find(b"\n")) >= 0:
+                if not skipping:
+                    self.emit(bytes(buffer[:end]))
+                skipping = False
+                del buffer[: end + 1]
+            if skipping:
+                buffer.clear()
+            elif len(buffer) > MAX_LINE:
+                self.emit(bytes(buffer[:MAX_LINE]), cut=True)
+                skipping = True
+                buffer.clear()
+        if buffer and not skipping:
+            self.emit(bytes(buffer))
+
+
 @dataclass
 class Supervisor:
     argv: list[str]
@@ -112,9 +297,10 @@ class Supervisor:
     stop_grace: float = 10.0
     poll_interval: float = 0.5
     out: IO[str] = field(default_factory=lambda: sys.stdout)
-    expected_model: str | None = None  # /v1/models must list it once /health answers
+    expected_model: str | None = None  # /v1/models must list it before the server counts as ready
     secrets: list[str] = field(default_factory=list)  # scrubbed from what the server prints
     on_ready: Callable[[], None] | None = None  # called once, after readiness (serve reads the log)
+    adopt_orphans: bool = False  # become a child subreaper and stop leftover children at the end
     _tail: collections.deque[str] = field(default_factory=lambda: collections.deque(maxlen=TAIL_LINES))
     _wake: threading.Event = field(default_factory=threading.Event)
     _kill_at: float | None = None  # when a forwarded stop turns into SIGKILL
@@ -122,27 +308,21 @@ class Supervisor:
     # How the run ended, beside the exit code, for the CLI's exit-code map.
     forwarded: list[str] = field(default_factory=list)
     timed_out: bool = False
-    # Told after each /health poll before ready: seconds waited and what /health answered.
+    exited_before_ready: bool = False
+    # Told after each poll before ready: seconds waited and what the server answered.
     on_wait: Callable[[float, str], None] | None = None
     foreign: str | None = None  # what answered instead of our server, when one did
     watchdog: subprocess.Popen[bytes] | None = None
+    marker: str = field(default_factory=lambda: uuid.uuid4().hex)
+    leftovers: list[str] = field(default_factory=list)  # processes stopped at the end: "pid (command)"
+    _next_reap: float = 0.0
 
     def say(self, message: str) -> None:
+        from omni_deploy.output.escape import for_terminal  # it quotes what the server answered
+
         # The terminal may be gone (SIGHUP): supervising matters more than being heard.
         with contextlib.suppress(OSError, ValueError):
-            print(f"omni-deploy: {message}", file=self.out, flush=True)
-
-    def _pump(self, stream: IO[bytes], log: IO[bytes]) -> None:
-        from omni_deploy.redact import scrub
-
-        for raw in iter(stream.readline, b""):
-            line = scrub(raw.decode("utf-8", "replace").rstrip("\n"), self.secrets)
-            with contextlib.suppress(OSError, ValueError):
-                log.write((line + "\n").encode("utf-8", "replace"))
-                log.flush()
-            self._tail.append(line)
-            with contextlib.suppress(OSError, ValueError):
-                print(line, file=self.out, flush=True)
+            print(f"omni-deploy: {for_terminal(message)}", file=self.out, flush=True)
 
     def _forward(self, signum: int, _frame: Any) -> None:
         self.forwarded.append(signal.Signals(signum).name)
@@ -172,6 +352,7 @@ class Supervisor:
         assert self.child is not None
         while self.child.poll() is None:
             self._escalate_if_due()
+            self._reap_adopted()
             self._wake.wait(0.2)
             self._wake.clear()
 
@@ -181,11 +362,19 @@ class Supervisor:
             return
         with contextlib.suppress(OSError):
             self.watchdog = subprocess.Popen(
-                [sys.executable, "-c", _WATCHDOG, str(self.child.pid), str(os.getpid())],
+                [
+                    sys.executable,
+                    "-c",
+                    _WATCHDOG,
+                    str(self.child.pid),
+                    str(os.getpid()),
+                    f"{RUN_MARKER}={self.marker}",
+                ],
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
                 start_new_session=True,
+                env={k: v for k, v in os.environ.items() if k != RUN_MARKER},
             )
 
     def _stop_watchdog(self) -> None:
@@ -208,83 +397,160 @@ class Supervisor:
         self._kill_group(signal.SIGKILL)
         self.child.wait()
 
+    def _others(self) -> list[int]:
+        """Processes of the run still alive outside the group: marked ones, and adopted children."""
+        assert self.child is not None
+        skip = {self.child.pid, os.getpid()}
+        if self.watchdog is not None:
+            skip.add(self.watchdog.pid)
+        found = set(marked_processes(self.marker))
+        if self.adopt_orphans:
+            found.update(own_children())
+        return sorted(
+            pid
+            for pid in found - skip
+            if (state := _proc_stat(pid)) is not None and state[0] not in ("Z", "X")
+        )
+
+    def _reap_adopted(self, now: bool = False) -> None:
+        """Adopted orphans that exited: collect them (a subreaper that never waits fills up with
+        zombies); every few seconds only, since it reads /proc."""
+        if not self.adopt_orphans or self.child is None:
+            return
+        if not now and time.monotonic() < self._next_reap:
+            return
+        self._next_reap = time.monotonic() + REAP_EVERY
+        for pid in own_children():
+            state = _proc_stat(pid)
+            if (
+                pid != self.child.pid
+                and (self.watchdog is None or pid != self.watchdog.pid)
+                and state
+                and state[0] == "Z"
+            ):
+                with contextlib.suppress(ChildProcessError, OSError):
+                    os.waitpid(pid, os.WNOHANG)
+
+    def _account_for_everything(self) -> None:
+        """Stop what the server left in other sessions: TERM, the grace period, then KILL."""
+        left = self._others()
+        if not left:
+            return
+        self.leftovers = [f"{pid} ({_command(pid)})" for pid in left]
+        self.say(
+            f"stopping {len(left)} process(es) the server left outside its group: {', '.join(self.leftovers)}"
+        )
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            for pid in left:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, sig)
+            deadline = time.monotonic() + (min(self.stop_grace, 5.0) if sig == signal.SIGTERM else 5.0)
+            while time.monotonic() < deadline:
+                self._reap_adopted(now=True)
+                left = [p for p in left if (s := _proc_stat(p)) is not None and s[0] not in ("Z", "X")]
+                if not left:
+                    break
+                time.sleep(0.05)
+        self._reap_adopted(now=True)
+
     def run(self) -> int:
         handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
         from omni_deploy.serve.rundir import open_private
 
-        log_fd = open_private(self.log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+        if self.adopt_orphans:
+            become_subreaper()
+        log_fd = open_private(self.log_path)
         with open(log_fd, "ab") as log:
             self.child = subprocess.Popen(
                 self.argv,
-                env=self.env,
+                env={**self.env, RUN_MARKER: self.marker},
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
                 start_new_session=True,
-                preexec_fn=_die_with_parent(os.getpid()),
+                preexec_fn=die_with_parent(os.getpid()),
             )
             self._start_watchdog()
             assert self.child.stdout is not None
-            pump = threading.Thread(target=self._pump, args=(self.child.stdout, log), daemon=True)
-            pump.start()
+            pump = _Pump(log, self.out, self.secrets, self._tail)
+            reader = threading.Thread(target=pump.run, args=(self.child.stdout.fileno(),), daemon=True)
+            reader.start()
             for sig in handlers:
                 signal.signal(sig, self._forward)
             try:
-                return self._supervise(pump)
+                return self._supervise(reader)
             finally:
                 for sig, handler in handlers.items():
                     signal.signal(sig, handler)
                 if self.child.poll() is None:
                     self.terminate_tree()
-                # Workers the server left behind go with it.
+                # Workers the server left behind go with it, in its group or elsewhere.
                 self._kill_group(signal.SIGKILL)
+                self._account_for_everything()
                 self._stop_watchdog()
-                pump.join(timeout=5)
+                reader.join(timeout=5)
 
-    def _supervise(self, pump: threading.Thread) -> int:
+    def _answer(self) -> tuple[bool, str]:
+        """(ready, what the server answered) for one poll."""
+        status, _ = probe_url(f"{self.base_url}/health")
+        if status != 200:
+            return False, f"/health {status}" if status else "no answer yet"
+        if self.expected_model is None:
+            return True, "/health 200"
+        served = served_models(self.base_url)
+        if served is not None and self.expected_model in served:
+            return True, "/health 200"
+        listed = ", ".join(served) if served else "nothing"
+        if served:  # someone serves other models here: remembered, said at the deadline
+            self.foreign = f"{self.base_url} serves {listed}, not {self.expected_model}"
+        return False, f"/health 200, /v1/models lists {listed}"
+
+    def _supervise(self, reader: threading.Thread) -> int:
         assert self.child is not None
         started = time.monotonic()
         deadline = started + self.ready_timeout
-        self.say(f"started the server (pid {self.child.pid}); waiting for {self.base_url}/health")
+        waiting_for = f"{self.base_url}/health" + (
+            f" and {self.expected_model} in /v1/models" if self.expected_model else ""
+        )
+        self.say(f"started the server (pid {self.child.pid}); waiting for {waiting_for}")
         while True:
             self._escalate_if_due()
+            self._reap_adopted()
             if self.child.poll() is not None:
-                pump.join(timeout=5)
+                reader.join(timeout=5)
                 code = exit_code(self.child.returncode)
+                self.exited_before_ready = not self.forwarded
                 self.say(f"the server exited with code {code} before it was ready; last lines of its log:")
                 for line in list(self._tail):
                     with contextlib.suppress(OSError, ValueError):
                         print(f"  | {line}", file=self.out)
                 return code
             if self._kill_at is None and time.monotonic() > deadline:
+                if self.foreign is not None:
+                    self.say(f"{self.foreign}: another server holds the port; stopping ours")
+                    self.terminate_tree()
+                    return EXIT_SERVER_ERROR
                 self.say(f"not ready after {self.ready_timeout:g} s; stopping the server and its workers")
                 self.terminate_tree()
                 self.timed_out = True
                 return EXIT_READY_TIMEOUT
-            status, _ = probe_url(f"{self.base_url}/health")
-            if status == 200 and self._kill_at is None:
+            ready, answer = self._answer()
+            if ready and self._kill_at is None and self.child.poll() is None:
                 break
             if self.on_wait is not None:
-                self.on_wait(time.monotonic() - started, f"/health {status}" if status else "no answer yet")
+                from omni_deploy.output.escape import for_terminal  # model ids come from the server
+
+                self.on_wait(time.monotonic() - started, for_terminal(answer))
             self._wake.wait(self.poll_interval)
             self._wake.clear()
         elapsed = time.monotonic() - started
         served = served_models(self.base_url)
-        if self.expected_model is not None and self.expected_model not in (served or []):
-            listed = ", ".join(served) if served else "nothing"
-            self.foreign = f"{self.base_url} serves {listed}, not {self.expected_model}"
-            self.say(
-                f"{self.base_url} answers /health but serves {listed}, not {self.expected_model}: "
-                "another server holds the port; stopping ours"
-            )
-            self.terminate_tree()
-            return EXIT_SERVER_ERROR
         shown = ", ".join(served) if served else ("none" if served is not None else "unknown")
         self.say(f"ready after {elapsed:.1f} s at {self.base_url} (serving: {shown}); log: {self.log_path}")
         if self.on_ready is not None:
             self.on_ready()
         self._wait_until_exit()
-        pump.join(timeout=5)
+        reader.join(timeout=5)
         code = exit_code(self.child.returncode)
         self.say(f"the server exited with code {code}")
         return code
@@ -297,6 +563,6 @@ def served_models(base_url: str) -> list[str] | None:
         return None
     try:
         data = json.loads(body)
-        return [str(m["id"]) for m in data["data"] if isinstance(m, dict) and "id" in m]
-    except (ValueError, KeyError, TypeError):
+        return [str(m["id"]) for m in data["data"] if isinstance(m, dict) and "id" in m][:100]
+    except (ValueError, KeyError, TypeError, RecursionError):
         return None

@@ -25,6 +25,10 @@ CHILD = Path(__file__).with_name("child.py")
 AUTO, ON, OFF = "auto", "on", "off"
 DEFAULT_TIMEOUT_S = 300.0
 DEFAULT_MEMORY_GIB = 16.0
+# What is read back of the child's records (a few hundred bytes a file) and the most any file it
+# writes may grow (RLIMIT_FSIZE): a named interpreter that floods is cut short, not read whole.
+MAX_RECORDS_BYTES = 64 * 1024 * 1024
+MAX_WRITE_BYTES = 1024 * 1024 * 1024
 # An error of these types means the serving environment lacks something the pipeline's code
 # imports (the CI tier has no diffusers, for one): the file is undecided, not refused.
 _ENVIRONMENT_ERRORS = ("ModuleNotFoundError", "ImportError")
@@ -93,19 +97,20 @@ def interpreter_version(python: str, timeout_s: float = 30.0) -> tuple[str | Non
 
         version = installed_version("vllm-omni")
         return (version, None) if version else (None, f"vllm-omni is not installed for {python}")
-    import subprocess  # here: validate's start-up is timed (benchmarks/cli_startup.py)
 
     probe = (
         "import importlib.metadata as m\n"
         "try:\n print(m.version('vllm-omni'))\n"
         "except m.PackageNotFoundError:\n print('')\n"
     )
-    try:
-        done = subprocess.run(
-            [python, "-I", "-c", probe], capture_output=True, text=True, timeout=timeout_s, check=False
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
+    from omni_deploy import guarded
+
+    try:  # a program named by --server-python: its answer is capped in size and time
+        done = guarded.capture([python, "-I", "-c", probe], timeout=timeout_s, limit=64 * 1024)
+    except OSError as exc:
         return None, f"cannot run {python}: {exc}"
+    if done.returncode is None:
+        return None, f"{python} {done.why_stopped} when asked for its vllm-omni version"
     version = done.stdout.strip()
     if done.returncode != 0:
         return None, f"{python} exited with {done.returncode}: {done.stderr.strip()[-200:]}"
@@ -120,6 +125,8 @@ def _limits(memory_gib: float) -> Any:
         # A lower hard limit already in force is bound enough.
         with contextlib.suppress(ValueError, OSError):
             resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_FSIZE, (MAX_WRITE_BYTES, MAX_WRITE_BYTES))
 
     return apply
 
@@ -173,7 +180,7 @@ def run_child(
                 _stop(process)
         out.seek(0)
         records = []
-        for line in out.read().decode("utf-8", "replace").splitlines():
+        for line in out.read(MAX_RECORDS_BYTES).decode("utf-8", "replace").splitlines():
             try:
                 record = json.loads(line)
             except ValueError:

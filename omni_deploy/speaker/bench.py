@@ -20,8 +20,8 @@ from omni_deploy.speaker.eager_baseline import reference_from_weights
 from omni_deploy.speaker.encoder import get_encoder
 from omni_deploy.speaker.fbank import SAMPLE_RATE, fbank
 from omni_deploy.speaker.inputs import synthetic, synthetic_one
+from omni_deploy.speaker.onnx_file import ort_session
 from omni_deploy.speaker.onnx_weights import read_weights
-from omni_deploy.speaker.parity import ort_session
 
 
 @dataclass

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import io
 import math
 import wave
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+
+from omni_deploy import guarded  # standard library only: the speaker side stays apart from config
+
+MAX_WAV_BYTES = 256 * 1024 * 1024  # a reference voice is seconds long; this is over 20 minutes
 
 
 @dataclass
@@ -22,9 +27,14 @@ class AudioError(Exception):
 
 
 def read_wav(path: Path) -> Reference:
-    """PCM WAV (8/16/24/32-bit), any rate, channels mixed to mono."""
+    """PCM WAV (8/16/24/32-bit), any rate, channels mixed to mono; read through the guarded
+    reader (a regular file of at most MAX_WAV_BYTES: a FIFO or /dev/zero is a message)."""
     try:
-        with wave.open(str(path), "rb") as handle:
+        content = guarded.read_bytes(path, str(path), MAX_WAV_BYTES)
+    except guarded.Refused as refused:
+        raise AudioError(str(refused)) from None
+    try:
+        with wave.open(io.BytesIO(content), "rb") as handle:
             channels, width, rate = handle.getnchannels(), handle.getsampwidth(), handle.getframerate()
             raw = handle.readframes(handle.getnframes())
     except (wave.Error, EOFError, OSError) as exc:

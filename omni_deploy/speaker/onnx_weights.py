@@ -23,9 +23,9 @@ from typing import Any
 
 import numpy as np
 
+from omni_deploy.speaker.onnx_file import SpeakerModelError, load_model
 
-class SpeakerModelError(Exception):
-    """campplus.onnx is not a CAM++ graph this loader can map completely."""
+__all__ = ["SpeakerModelError", "read_weights"]
 
 
 @dataclass
@@ -123,16 +123,24 @@ def _tensor_table(graph: Any) -> TensorTable:
     return table
 
 
+# Inputs a node must have for the loader to read its weights: Conv (X, W[, B]), BatchNorm (X, 4 stats).
+_MIN_INPUTS = {"Conv": 2, "BatchNormalization": 5}
+
+
+def _check_inputs(node: Any, path: str | Path) -> None:
+    wanted = _MIN_INPUTS.get(node.op_type)
+    if wanted is not None and (len(node.input) < wanted or not all(node.input[1:wanted])):
+        raise SpeakerModelError(
+            f"{path}: {node.op_type} node {node.name!r} has {len(node.input)} input(s), needs {wanted}; "
+            "this is not the CAM++ graph omni-deploy knows"
+        )
+
+
 def read_weights(path: str | Path) -> CampplusWeights:
     """All conv and affine tensors of a CAM++ ONNX graph, keyed by module scope."""
     import onnx
 
-    try:
-        model = onnx.load(str(path))
-    except FileNotFoundError:
-        raise SpeakerModelError(f"{path}: no such file") from None
-    except Exception as exc:  # onnx raises DecodeError and friends for damaged files
-        raise SpeakerModelError(f"{path}: not a readable ONNX model ({type(exc).__name__}: {exc})") from None
+    model = load_model(path)  # guarded: a regular file, external data only from its own folder
     graph = model.graph
     tensors = _tensor_table(graph)
     weights = CampplusWeights(source=str(path))
@@ -149,6 +157,7 @@ def read_weights(path: str | Path) -> CampplusWeights:
         return np.array(tensors.values[name], dtype=np.float32)  # a writable copy
 
     for node in graph.node:
+        _check_inputs(node, path)
         if node.op_type == "Conv":
             scope = scope_of(node.name)
             if scope in weights.convs:

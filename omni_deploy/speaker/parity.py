@@ -11,6 +11,7 @@ import torch
 from omni_deploy.speaker.encoder import SpeakerEncoder, get_encoder
 from omni_deploy.speaker.fbank import SAMPLE_RATE, fbank, resample
 from omni_deploy.speaker.inputs import Reference
+from omni_deploy.speaker.onnx_file import ort_session
 
 
 @dataclass
@@ -21,16 +22,6 @@ class ParityCase:
     cosine: float
     max_abs_diff: float  # of the L2-normalised embeddings
     batched: bool = True  # all references in one call, or one call each
-
-
-def ort_session(onnx_path: str, threads: int | None = None) -> Any:
-    import onnxruntime
-
-    options = onnxruntime.SessionOptions()
-    options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
-    if threads is not None:
-        options.intra_op_num_threads = threads
-    return onnxruntime.InferenceSession(onnx_path, sess_options=options, providers=["CPUExecutionProvider"])
 
 
 def features_of(refs: list[Reference]) -> list[torch.Tensor]:

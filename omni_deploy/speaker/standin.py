@@ -52,23 +52,31 @@ def build_reference(seed: int = 0):  # type: ignore[no-untyped-def]
     return model.eval()
 
 
-def export_standin(out: Path, seed: int = 0, opset: int = 13) -> GraphSummary:
-    """Export the stand-in to `out` (written to a temporary name first, then renamed)."""
-    return export_module(build_reference(seed), out, seed, opset)
+def export_standin(out: Path, seed: int = 0, opset: int = 13, replace: bool = True) -> GraphSummary:
+    """Export the stand-in to `out` (complete or not at all; see export_module)."""
+    return export_module(build_reference(seed), out, seed, opset, replace)
 
 
-def export_module(model, out: Path, seed: int = 0, opset: int = 13) -> GraphSummary:  # type: ignore[no-untyped-def]
-    """Export an eval-mode CAM++ module the way the released file was exported."""
+def export_module(model, out: Path, seed: int = 0, opset: int = 13, replace: bool = True) -> GraphSummary:  # type: ignore[no-untyped-def]
+    """Export an eval-mode CAM++ module the way the released file was exported.
+
+    Exported in memory, then written through omni_deploy.safe_write: a fresh temporary name, then
+    renamed over `out` (`replace`) or linked to it only if it does not exist; a planted
+    `OUT.partial` symlink or a link at `out` never redirects the write."""
+    import io
+
     import torch
 
+    from omni_deploy.safe_write import publish_new, replace_atomic
+
     example = torch.randn(1, 200, 80, generator=torch.Generator().manual_seed(seed + 1))
-    tmp = out.with_name(out.name + ".partial")
+    buffer = io.BytesIO()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         torch.onnx.export(
             model,
             (example,),
-            str(tmp),
+            buffer,  # type: ignore[arg-type]  # a file-like object is documented and works
             dynamo=False,
             input_names=["input"],
             output_names=["output"],
@@ -76,14 +84,14 @@ def export_module(model, out: Path, seed: int = 0, opset: int = 13) -> GraphSumm
             opset_version=opset,
             do_constant_folding=True,
         )
-    tmp.replace(out)
+    (replace_atomic if replace else publish_new)(out, buffer.getvalue(), 0o644)
     return summarize(out)
 
 
 def summarize(path: Path) -> GraphSummary:
     import onnx
 
-    model = onnx.load(str(path))
+    model = onnx.load_model_from_string(path.read_bytes())  # our own export, just written
     ops = [node.op_type for node in model.graph.node]
     return GraphSummary(
         nodes=len(ops),

@@ -80,6 +80,9 @@ def _field(stage: Map, name: str) -> Node | None:
     return node
 
 
+MAX_PER_STAGE = 4096  # replicas, or GPUs of one replica: beyond any node; lists stay small
+
+
 def _positive_int(stage: Map, name: str, default: int) -> int:
     node = _field(stage, name)
     value = to_plain(node) if node is not None else None
@@ -87,6 +90,8 @@ def _positive_int(stage: Map, name: str, default: int) -> int:
         return default
     if not isinstance(value, int) or isinstance(value, bool) or value < 1:
         raise PlacementError(f"{name} must be a positive integer, got {value!r}")
+    if value > MAX_PER_STAGE:  # placement lists every device of every replica
+        raise PlacementError(f"{name} {value} is more than omni-deploy places on nodes ({MAX_PER_STAGE})")
     return value
 
 

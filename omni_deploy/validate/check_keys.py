@@ -49,11 +49,17 @@ def _elsewhere(name: str, here: str) -> str | None:
 UnknownReport = Callable[[str], tuple[Code, str]]
 
 
+# Did-you-mean is looked for on this many unknown keys per file; a file with more (a generated or
+# hostile one) gets plain unknown-key findings for the rest, so its cost stays bounded.
+MAX_SUGGESTIONS = 1000
+
+
 class _KeyWalker:
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
         self.reads: TargetReads = ctx.target_reads
         self.findings: list[Finding] = []
+        self.suggestions_left = MAX_SUGGESTIONS
 
     def add(
         self, origin: Origin | None, code: Code, path: str, message: str, hint: str | None = None
@@ -102,7 +108,10 @@ class _KeyWalker:
                 hint = "this version passes it to vLLM as an engine argument"
             self.add(origin, codes.W310, path, found.message, hint)
         elif found.kind == UNKNOWN:
-            close = near_miss(name, known_names(place, self.reads))
+            close = None
+            if self.suggestions_left > 0:
+                self.suggestions_left -= 1
+                close = near_miss(name, known_names(place, self.reads))
             if close is not None:
                 self.add_fixed(
                     origin,

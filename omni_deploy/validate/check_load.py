@@ -19,7 +19,9 @@ LOADING = (
 
 
 @emits(*LOADING)
-def load_deployment(name: str, options: Options, text: str | None = None) -> Deployment:
+def load_deployment(
+    name: str, options: Options, text: str | bytes | None = None, *, named: bool = True
+) -> Deployment:
     """Load the file named `name` (or `text` so named) and its base_config chain; platform
     sections are applied per platform checked (validate's runner), with the same codes.
 
@@ -105,7 +107,9 @@ def load_deployment(name: str, options: Options, text: str | None = None) -> Dep
                 max_num_seqs: ${stages.0.max_num_seqs}
     E107:
         What it does: reports a file that cannot be read as a deploy file: missing, a directory, a
-            FIFO, a device or a system pseudo-file.
+            device, a system pseudo-file, or a FIFO it was not named as (a pipe named as the file
+            itself, `<(...)` or /dev/stdin, is read; one found in a folder, a glob or a
+            base_config is not).
         Why: reading a FIFO or a device would hang or never end; a missing file is most often a typo
             in its path.
         Fails:
@@ -123,7 +127,8 @@ def load_deployment(name: str, options: Options, text: str | None = None) -> Dep
             async_chunk: true
     E109:
         What it does: keeps loading within budgets: nesting depth, values after alias expansion,
-            alias expansions and file size.
+            alias expansions and file size (2 MiB, stdin too); a folder or glob given to validate
+            is walked at most 64 levels deep and to 10,000 files.
         Why: a few lines of aliases can expand to billions of values (a "billion laughs" file);
             loading such a file would exhaust memory instead of failing.
         Fails:
@@ -271,4 +276,4 @@ def load_deployment(name: str, options: Options, text: str | None = None) -> Dep
               npu:
                 model_runner: v1
     """
-    return Deployment.load(name, pipeline=options.pipeline, text=text)
+    return Deployment.load(name, pipeline=options.pipeline, text=text, named=named)

@@ -62,9 +62,13 @@ class Finding:
         return out
 
     def text(self) -> str:
-        where = f"{self.file}:{self.line}:{self.column}" if self.line else self.file
-        hint = f" ({self.hint})" if self.hint else ""
-        return f"{where}: {self.severity}[{self.code}] {self.path}: {self.message}{hint}"
+        """One line for people; every part from a file goes through output.escape.for_terminal
+        (a path, key or value cannot start a line, move the cursor or run a workflow command)."""
+        from omni_deploy.output.escape import for_terminal as safe
+
+        where = f"{safe(self.file)}:{self.line}:{self.column}" if self.line else safe(self.file)
+        hint = f" ({safe(self.hint)})" if self.hint else ""
+        return f"{where}: {self.severity}[{self.code}] {safe(self.path)}: {safe(self.message)}{hint}"
 
 
 def at(

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from omni_deploy import __version__
+from omni_deploy.output import escape
 from omni_deploy.output.json_doc import dumps
 from omni_deploy.server_check.run import ServerRun
 from omni_deploy.validate.findings import ERROR, INFO, WARNING, Finding
@@ -302,9 +303,8 @@ def _relative(file: str) -> Path:
 
 
 def _uri(file: str) -> str:
-    """A path as SARIF wants it: relative with forward slashes, else a file: URI."""
-    path = _relative(file)
-    return path.as_uri() if path.is_absolute() else path.as_posix()
+    """A path as SARIF wants it: relative with forward slashes, else a file: URI (percent-encoded)."""
+    return escape.sarif_uri(_relative(file))
 
 
 def _sarif_result(finding: Finding, index: int) -> dict[str, Any]:
@@ -316,11 +316,13 @@ def _sarif_result(finding: Finding, index: int) -> dict[str, Any]:
         "ruleId": finding.code,
         "ruleIndex": index,
         "level": _SARIF_LEVEL[finding.severity],
-        "message": {"text": f"{finding.path}: {message}"},
+        "message": {"text": escape.for_sarif(f"{finding.path}: {message}")},
         "locations": [
             {
                 "physicalLocation": physical,
-                "logicalLocations": [{"fullyQualifiedName": finding.path, "kind": "member"}],
+                "logicalLocations": [
+                    {"fullyQualifiedName": escape.for_sarif(finding.path), "kind": "member"}
+                ],
             }
         ],
     }
@@ -368,25 +370,17 @@ def sarif(reports: list[FileReport]) -> str:
     return json.dumps(document, indent=2)
 
 
-def _escape_data(value: str) -> str:
-    return value.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-
-
-def _escape_property(value: str) -> str:
-    return _escape_data(value).replace(":", "%3A").replace(",", "%2C")
-
-
 def github(reports: list[FileReport]) -> str:
     """GitHub Actions workflow commands: each finding becomes an annotation on its line."""
     command: dict[str, str] = {ERROR: "error", WARNING: "warning", INFO: "notice"}
     lines = []
     for finding in (f for r in reports for f in r.findings):
-        props = [f"file={_escape_property(_relative(finding.file).as_posix())}"]
+        props = [f"file={escape.for_workflow_property(_relative(finding.file).as_posix())}"]
         if finding.line:
             props += [f"line={finding.line}", f"col={max(1, finding.column)}"]
-        props.append(f"title={_escape_property(f'{finding.code} {finding.path}')}")
+        props.append(f"title={escape.for_workflow_property(f'{finding.code} {finding.path}')}")
         message = finding.message + (f" ({finding.hint})" if finding.hint else "")
-        lines.append(f"::{command[finding.severity]} {','.join(props)}::{_escape_data(message)}")
+        lines.append(f"::{command[finding.severity]} {','.join(props)}::{escape.for_workflow_data(message)}")
     lines.append(summary(reports))  # as plain log text
     return "\n".join(lines)
 
@@ -395,20 +389,23 @@ def junit(reports: list[FileReport]) -> str:
     """JUnit XML: one test case per file, failing with its errors (warnings go to system-out)."""
     from xml.etree import ElementTree  # only here: validate's start-up stays light
 
+    xml = escape.for_xml  # every text and attribute from a file: XML 1.0 characters only
     suite = ElementTree.Element("testsuite", name="omni-deploy validate")
     failures = 0
     for report in reports:
-        case = ElementTree.SubElement(suite, "testcase", classname="omni-deploy.validate", name=report.file)
+        case = ElementTree.SubElement(
+            suite, "testcase", classname="omni-deploy.validate", name=xml(report.file)
+        )
         errors = [f for f in report.findings if f.severity == ERROR]
         others = [f for f in report.findings if f.severity != ERROR]
         if errors:
             failures += 1
             failure = ElementTree.SubElement(
-                case, "failure", type=errors[0].code, message=f"{len(errors)} error(s)"
+                case, "failure", type=xml(errors[0].code), message=f"{len(errors)} error(s)"
             )
-            failure.text = "\n".join(f.text() for f in errors)
+            failure.text = xml("\n".join(f.text() for f in errors))
         if others:
-            ElementTree.SubElement(case, "system-out").text = "\n".join(f.text() for f in others)
+            ElementTree.SubElement(case, "system-out").text = xml("\n".join(f.text() for f in others))
     suite.set("tests", str(len(reports)))
     suite.set("failures", str(failures))
     suite.set("errors", "0")

@@ -7,7 +7,7 @@ the run with an internal error (UndeclaredCode), as does a load error whose code
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -90,21 +90,32 @@ def _from_error(error: ConfigError, file: str) -> Finding:
     )
 
 
-def validate_file(name: str, options: Options, text: str | None = None) -> FileReport:
+def validate_file(
+    name: str, options: Options, text: str | bytes | None = None, *, named: bool = True
+) -> FileReport:
     """Load the file named `name` (or `text` so named, from stdin) and check it; a file that
-    cannot be loaded is one finding."""
-    return validate_inputs([(name, text)], options)[0]
+    cannot be loaded is one finding. `named`: False for a file found in a folder or a glob."""
+    return validate_inputs([(name, text, named)], options)[0]
 
 
-def validate_inputs(sources: list[tuple[str, str | None]], options: Options) -> list[FileReport]:
-    """Check every (name, text) input (text: read from stdin, else None); the server check (when
-    options ask for it) runs once for all of them."""
+def validate_inputs(
+    sources: Sequence[tuple[str, str | bytes | None] | tuple[str, str | bytes | None, bool]], options: Options
+) -> list[FileReport]:
+    """Check every (name, text[, named]) input (text: read from stdin, else None; named: False for a
+    file found in a folder or a glob, True when left out); the server check (when options ask for
+    it) runs once for all of them."""
     loaded: list[tuple[str | None, Deployment | FileReport]] = []
-    for name, text in sources:
+    for source in sources:
+        name, raw = source[0], source[1]
+        named = source[2] if len(source) > 2 else True
         try:
-            loaded.append((text, load_deployment(name, options, text)))
+            deployment = load_deployment(name, options, raw, named=named)
         except ConfigError as error:
-            loaded.append((text, FileReport(name, [_from_error(error, name)])))
+            loaded.append((None, FileReport(name, [_from_error(error, name)])))
+            continue
+        # bytes: the loader decoded them strictly already
+        text = raw.decode("utf-8").removeprefix("\ufeff") if isinstance(raw, bytes) else raw
+        loaded.append((text, deployment))
     deployments = [d for text, d in loaded if isinstance(d, Deployment) and text is None]
     server = run_server_check(deployments, options)
     reports = []
@@ -163,14 +174,13 @@ def _without_env_values(findings: list[Finding], values: dict[str, str]) -> list
     a CI secret by putting it where a number belongs."""
     if not values:
         return findings
-    out = []
-    for finding in findings:
-        message, hint = finding.message, finding.hint
-        for value, expression in sorted(values.items(), key=lambda kv: -len(kv[0])):
-            if not value:
-                continue
-            for form in (repr(value), value):
-                message = message.replace(form, expression)
-                hint = hint.replace(form, expression) if hint else hint
-        out.append(replace(finding, message=message, hint=hint))
-    return out
+    from omni_deploy.redact import env_shown
+
+    return [
+        replace(
+            f,
+            message=env_shown(f.message, values),
+            hint=env_shown(f.hint, values) if f.hint else f.hint,
+        )
+        for f in findings
+    ]

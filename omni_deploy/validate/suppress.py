@@ -17,9 +17,11 @@ _COMMENT = re.compile(r"#\s*omni-deploy:\s*ignore\[([A-Za-z0-9,\s]+)\]")
 
 def _line_codes(file: str, text: str | None = None) -> dict[int, frozenset[str]]:
     """{line: codes silenced there} for one file (1-based lines); `text`: its content if given."""
-    try:
-        lines = (Path(file).read_text(encoding="utf-8") if text is None else text).splitlines()
-    except (OSError, UnicodeDecodeError):
+    from omni_deploy import guarded
+
+    try:  # guarded: a regular file only (a named pipe was read once, by the loader), capped
+        lines = (guarded.read_text(file) if text is None else text).splitlines()
+    except guarded.Refused:
         return {}
     out: dict[int, set[str]] = {}
     for number, line in enumerate(lines, start=1):
