@@ -40,6 +40,11 @@ def _visible(char: str) -> str:
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
+def no_command_start(text: str) -> str:
+    """A line that starts with `::` (a GitHub Actions workflow command) made inert: `:\\:`."""
+    return _COMMAND_START.sub(r"\1\\:", text)
+
+
 def for_terminal(text: object) -> str:
     """Text from a file made safe to print: controls visible, no line that starts with `::`."""
     escaped = _TERMINAL.sub(lambda m: _visible(m.group()), str(text))

@@ -31,9 +31,11 @@ def _escape(char: str) -> str:
 def visible(text: str) -> str:
     """`text` with nothing a terminal would act on: control, format (bidirectional overrides,
     zero-width) and separator characters are shown as escapes (`\\x1b`, `\\u202e`)."""
+    from omni_deploy.output.escape import no_command_start  # a line must not start a workflow command
+
     if text.isprintable():
-        return text
-    return "".join(c if c.isprintable() or c == " " else _escape(c) for c in text)
+        return no_command_start(text)
+    return no_command_start("".join(c if c.isprintable() or c == " " else _escape(c) for c in text))
 
 
 def cells(text: str) -> int:

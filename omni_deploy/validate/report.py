@@ -57,6 +57,12 @@ def _server_run(reports: list[FileReport]) -> ServerRun | None:
     return next((r.server for r in reports if r.server is not None), None)
 
 
+def visible_line(line: str) -> str:
+    from omni_deploy.output.frames import visible
+
+    return visible(line)
+
+
 def server_lines(reports: list[FileReport]) -> list[str]:
     """Whether the server check ran, on what, and which files it could not decide (and why)."""
     run = _server_run(reports)
@@ -257,7 +263,7 @@ def text(reports: list[FileReport], options: TextOptions | None = None) -> str:
         while lines and not lines[-1]:
             lines.pop()
         return "\n".join(lines)
-    lines += server_lines(reports)
+    lines += [visible_line(line) for line in server_lines(reports)]
     verdict = summary(reports)
     ok = all(r.valid for r in reports)
     word, rest = verdict.split(":", 1)
@@ -272,7 +278,7 @@ def concise(reports: list[FileReport], options: TextOptions | None = None) -> st
     for grep, editors' problem matchers and scripts."""
     lines = [f.text() for r in reports for f in r.findings]
     if not (options and options.quiet):
-        lines += server_lines(reports)
+        lines += [visible_line(line) for line in server_lines(reports)]
         lines.append(summary(reports))
     return "\n".join(lines)
 
