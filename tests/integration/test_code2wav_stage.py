@@ -15,6 +15,7 @@ import multiprocessing
 import os
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -40,6 +41,13 @@ CLEAN_ENV: dict[str, str | None] = {
 }
 
 
+# These cases are about the per-voice CAM++ path and its guard: vllm-omni's own
+# _forward_spk_embedding, which the stand-in spies on and injects faults behind. Issue 26's batched
+# reference preparation (on by default with the CUDA path) bypasses that call, so it is switched off
+# here; tests/integration/test_refprep_hook.py covers the batched pass in a stage.
+PER_VOICE: dict[str, Any] = {"ref_audio_max_seconds": 2.0, "token2wav_device_prepare": False}
+
+
 @pytest.fixture(scope="module")
 def model_dir(tmp_path_factory: pytest.TempPathFactory, standin_onnx: Path) -> Path:
     return code2wav_standin.build_model_dir(tmp_path_factory.mktemp("minicpmo") / "model", standin_onnx)
@@ -61,7 +69,7 @@ def stage(model_dir: Path, tmp_path: Path) -> Iterator[Callable[..., dict[str, A
         context = multiprocessing.get_context("spawn")
         process = context.Process(
             target=code2wav_standin.run_stage,
-            args=(str(model_dir), {"ref_audio_max_seconds": 2.0, **(extra or {})}, CLEAN_ENV | env, fault,
+            args=(str(model_dir), {**PER_VOICE, **(extra or {})}, CLEAN_ENV | env, fault,
                   str(result), requests, vllm_omni_version),
         )  # fmt: skip
         started.append(process)
@@ -144,10 +152,13 @@ def _probe(**env: str) -> str:
     """`explain --backend --probe` in this environment, with `env` on top; its output."""
     environ = {**os.environ, **env}
     environ["PATH"] = os.pathsep.join((os.path.dirname(sys.executable), environ.get("PATH", "")))
-    probe = subprocess.run(
-        [sys.executable, "-m", "omni_deploy", "explain", "--backend", "--probe", "--platform", "cuda"],
-        capture_output=True, text=True, env=environ, timeout=120,
-    )  # fmt: skip
+    # Outside any project, so that explain without FILE takes the bundled profile (in this
+    # repository's root it would find two deploy files and ask for one).
+    with tempfile.TemporaryDirectory() as outside:
+        probe = subprocess.run(
+            [sys.executable, "-m", "omni_deploy", "explain", "--backend", "--probe", "--platform", "cuda"],
+            capture_output=True, text=True, env=environ, timeout=120, cwd=outside,
+        )  # fmt: skip
     assert probe.returncode == 0, probe.stderr
     return probe.stdout
 
