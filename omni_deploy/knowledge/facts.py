@@ -79,6 +79,42 @@ FACTS = (
          "Code2Wav reads token2wav_trt (TensorRT token2wav, CUDA only)"),
     Fact("token2wav_trt_env", (_CODE2WAV,), r"MINICPMO_TOKEN2WAV_TRT",
          "Code2Wav reads the environment variable MINICPMO_TOKEN2WAV_TRT"),
+    # Memory: what a stage's KV budget and memory request come to (issue 31).
+    Fact("kv_budget_exact", ("vllm_omni/worker/base.py",),
+         r"if kv_cache_memory_bytes := self\.cache_config\.kv_cache_memory_bytes",
+         "with kv_cache_memory_bytes set, the stage's KV budget is exactly that, whatever gpu_memory_utilization says"),
+    Fact("memory_request_capped", ("vllm_omni/worker/memory_utils.py",), r"Capping requested memory",
+         "a stage asking for more memory than is free at start-up is capped to what is free, not refused"),
+    # Values as the code applies them.
+    Fact("max_model_len_auto", ("vllm_omni/config/omni_config.py",), r"max_model_len: int \| None = Field\(default=None, ge=-1\)",
+         "max_model_len: -1 is accepted (vLLM fits the context to the memory)"),
+    Fact("num_replicas_int_cast", ("vllm_omni/config/stage_config.py",), r'"num_replicas": int\(num_replicas\)',
+         "num_replicas is cast with int(): a string of digits is accepted"),
+    Fact("code2wav_values_int_cast", (_CODE2WAV,), r'"codec_chunk_frames": int\(extra\.get\("codec_chunk_frames"',
+         "Code2Wav casts codec_chunk_frames and codec_left_context_frames with int(): a string of digits is accepted"),
+    Fact("code2wav_chunk_refusal", (_CODE2WAV,), r"Invalid MiniCPM-o connector chunk configuration",
+         "Code2Wav refuses codec_chunk_frames <= 0 or codec_left_context_frames < 0 in the connector it reads"),
+    Fact("code2wav_initial_batch_refusal", (_CODE2WAV,), r"code2wav_initial_batch_size must be 0 or >= code2wav_min_batch_size",
+         "Code2Wav refuses a non-zero code2wav_initial_batch_size below code2wav_min_batch_size"),
+    # The typed config's refusals of LLM stages (read only where start-up builds it).
+    Fact("batched_tokens_ge_seqs", ("vllm_omni/config/omni_config.py",), r"must be >= max_num_seqs",
+         "the typed config refuses max_num_batched_tokens < max_num_seqs in one stage"),
+    Fact("weight_load_threads_ge_1", ("vllm_omni/config/omni_config.py",), r"num_weight_load_threads: int = Field\(default=4, ge=1\)",
+         "the typed config refuses num_weight_load_threads below 1"),
+    Fact("kv_transfer_with_async_chunk", ("vllm_omni/config/omni_config.py",),
+         r'if deploy\.async_chunk and any\(stage\.engine_extras\.get\("kv_transfer_config"\)',
+         "the typed config refuses kv_transfer_config on a stage while async_chunk is on"),
+    Fact("async_chunk_edge_mismatch", ("vllm_omni/config/stage_config.py",), r"Set the same async_chunk mode on both stages",
+         "the typed config refuses an edge whose two stages set different async_chunk modes"),
+    Fact("server_vad_path_nonempty", ("vllm_omni/config/stage_config.py",), r"if self\.server_vad_model_path is not None and",
+         "an empty server_vad_model_path is refused"),
+    # Connector set-up (the 1->2 edge Code2Wav reads).
+    Fact("output_connector_first", (_CONNECTOR_INIT,), r'for output_key, conn_ref in stage_config\.get\("output_connectors"',
+         "a sender's output_connectors are registered before the receiver's input_connectors: the first connector for an edge wins"),
+    Fact("edge_connector_types_differ", (_CONNECTOR_INIT,), r"Connector type mismatch for edge",
+         "connectors of different types on the two ends of one edge fail the connector set-up"),
+    Fact("connector_extra_dict", (_CONNECTOR_INIT,), r'extra = dict\(conn_(config|ref)\.get\("extra", \{\}\)\)',
+         "a wired connector's extra is taken with dict(): `extra: null` fails the connector set-up"),
 )  # fmt: skip
 
 
@@ -197,7 +233,7 @@ def module_path(root: Path, module: str) -> Path | None:
 
 
 def pipelines(root: Path, read: Read = plain_read) -> dict[str, dict[str, Any]]:
-    """{name: {"at", "stages"?, "async_chunk_producer"?}}; a resolver function has no fixed stages."""
+    """{name: {"at", "stages"?, "async_chunk_producer"?, "default_deploy"?}}; a resolver function has no fixed stages."""
     out: dict[str, dict[str, Any]] = {}
     for name, (module, attribute, line) in sorted(registry(root, read).items()):
         entry: dict[str, Any] = {"registered_at": f"vllm_omni/config/pipeline_registry.py:{line}"}
@@ -214,5 +250,10 @@ def pipelines(root: Path, read: Read = plain_read) -> dict[str, dict[str, Any]]:
                 shape = _stages(node.value)
                 if shape is not None:
                     entry.update(shape)
+                # The deploy file the server loads for this pipeline when none is named: a file of
+                # that name configures this pipeline (moss_tts.yaml -> moss_tts_delay).
+                default = _keyword(node.value, "default_deploy_config_name")
+                if isinstance(default, ast.Constant) and isinstance(default.value, str):
+                    entry["default_deploy"] = default.value
         out[name] = entry
     return out
