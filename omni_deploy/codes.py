@@ -93,6 +93,7 @@ E315 = _declare("E315", ERROR, "stage key the target's typed config has no owner
 E316 = _declare("E316", ERROR, "pipeline the target vllm-omni does not register: a KeyError at start-up", _V + "pipeline_not_in_release.yaml")
 E317 = _declare("E317", ERROR, "async_chunk on for a pipeline that has no async-chunk producer in the target", _V + "async_chunk_unsupported.yaml")
 W318 = _declare("W318", WARNING, "platform stage entry's runtime: without engine_args: not applied (one more engine key)", _V + "platform_runtime_flat.yaml")
+E319 = _declare("E319", ERROR, "stage value the target's typed config refuses at start-up (max_num_batched_tokens < max_num_seqs, num_weight_load_threads < 1)", _V + "typed_config_values.yaml")
 I314 = _declare("I314", INFO, "no code of the target version to read: another version's reads stand in", _V + "target_without_code.yaml")
 # Topology: stage ids, connector wiring, merges.
 E320 = _declare("E320", ERROR, "stage_id appears twice in one list", _V + "duplicate_stage_id.yaml")
@@ -126,5 +127,6 @@ E391 = _declare("E391", ERROR, "a stage needs more GPUs than one node has (--gpu
 # The server check: vllm-omni's own start-up config code, run in a child process.
 E395 = _declare("E395", ERROR, "vllm-omni's own start-up config code refuses the file (server check)", _V + "server_check_refuses.yaml")
 E396 = _declare("E396", ERROR, "vllm-omni's connector set-up fails; it logs a warning and starts with no connector configuration (server check)", _V + "server_check_connector_setup.yaml")
-E397 = _declare("E397", ERROR, "--server-check on, but the check could not run or could not decide the file", _V + "server_check_cannot_run.yaml")
+E397 = _declare("E397", ERROR, "--server-check on/require: the check could not run (require: or could not decide the file)", _V + "server_check_cannot_run.yaml")
+W398 = _declare("W398", WARNING, "--server-check on: the check could not decide this file (its verdict is unknown, not refused)", _V + "server_check_cannot_decide.yaml")
 # fmt: on

@@ -12,6 +12,7 @@ API (issue 11; render, validate, explain, serve, bench and k8s start here):
     d.pipeline            # knowledge.pipelines.PipelineInfo (name, known pipeline, how we know)
     d.stages(), d.stage(2), d.connectors(), d.platform_sections()
     d.code2wav_connector()  # (name, Map) of the connector MiniCPM-o's Code2Wav reads, or None
+    d.code2wav_wiring()     # (path parts, Map): the named or inline connector of the 1->2 edge that wins
     d.code2wav_extra(), d.code2wav_extra_path   # its `extra` Map, and "$.connectors.NAME.extra"
     d.on("cuda")          # config.platform.PlatformApplied: the view a server on that platform
                           # runs (cached; raises ConfigError for a bad platform section)
@@ -49,9 +50,8 @@ from collections.abc import Hashable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from omni_deploy import jsonpath
 from omni_deploy.config.chain import Resolved, locate_top_file, resolve_file
-from omni_deploy.config.nodes import Map, Node, Origin, Scalar, Seq, locate
+from omni_deploy.config.nodes import Map, Node, Origin, Scalar, Seq, locate, path_string
 from omni_deploy.config.platform import PlatformApplied, apply_platform
 from omni_deploy.config.stage_schema import PLATFORMS
 from omni_deploy.knowledge.pipelines import PipelineInfo, identify
@@ -123,35 +123,55 @@ class Deployment:
         """cuda plus every platform the file has a section for."""
         return ("cuda", *(p for p in self.section_platforms() if p != "cuda"))
 
-    def code2wav_connector(self) -> tuple[str, Map] | None:
-        """For MiniCPM-o 4.5: the connector stage 2 receives from stage 1, whose extra Code2Wav reads."""
+    def code2wav_wiring(self) -> tuple[list[Hashable], Map] | None:
+        """For MiniCPM-o 4.5: where the connector Code2Wav reads is defined, as path parts
+        (["connectors", NAME], or an inline {name, extra} entry ["stages", i, FIELD, KEY]), and it.
+
+        vllm-omni's connector set-up walks the stages in order, each one's input_connectors then its
+        output_connectors, and the first connector registered for an edge wins (a later one is only
+        compared by name: omni_connectors/utils/initialization.py). With the stages in order, the
+        Talker's output_connectors.to_stage_2 is that first one, before stage 2's input_connectors.
+        """
         known = self.pipeline.known
-        connectors = self.connectors()
-        if known is None or known.code2wav_stage is None or connectors is None:
+        if known is None or known.code2wav_stage is None:
             return None
-        sender = known.code2wav_stage - 1
-        stage = self.stage(known.code2wav_stage)
-        inputs = stage.get("input_connectors") if stage else None
-        name_node = inputs.get(f"from_stage_{sender}") if isinstance(inputs, Map) else None
-        if name_node is None:
-            # The edge may be wired from the Talker's side alone (vllm-omni's connector set-up
-            # registers an edge from either stage's wiring: omni_connectors/utils/initialization.py).
-            talker = self.stage(sender)
-            outputs = talker.get("output_connectors") if talker else None
-            name_node = outputs.get(f"to_stage_{known.code2wav_stage}") if isinstance(outputs, Map) else None
-        if not isinstance(name_node, Scalar):
+        receiver, sender = str(known.code2wav_stage), str(known.code2wav_stage - 1)
+        for index, stage in enumerate(self.stages()):
+            sid = stage.get("stage_id")
+            here = str(sid.value) if isinstance(sid, Scalar) else None
+            for wire, key, wanted in (
+                ("input_connectors", f"from_stage_{sender}", receiver),
+                ("output_connectors", f"to_stage_{receiver}", sender),
+            ):
+                wiring = stage.get(wire)
+                ref = wiring.get(key) if isinstance(wiring, Map) and here == wanted else None
+                if isinstance(ref, Map):
+                    return ["stages", index, wire, key], ref
+                if isinstance(ref, Scalar):
+                    connectors = self.connectors()
+                    connector = connectors.get(ref.value) if connectors is not None else None
+                    return (["connectors", str(ref.value)], connector) if isinstance(connector, Map) else None
+        return None
+
+    def code2wav_connector(self) -> tuple[str, Map] | None:
+        """For MiniCPM-o 4.5: the named connector (under `connectors`) whose extra Code2Wav reads;
+        None where none is, or where the edge's winning connector is written inline."""
+        found = self.code2wav_wiring()
+        if found is None or found[0][0] != "connectors":
             return None
-        connector = connectors.get(name_node.value)
-        return (str(name_node.value), connector) if isinstance(connector, Map) else None
+        return str(found[0][1]), found[1]
 
     def code2wav_extra(self) -> Map | None:
-        return _extra_of(self.code2wav_connector())
+        found = self.code2wav_wiring()
+        return _extra_of(("", found[1]) if found else None)
 
     @property
     def code2wav_extra_path(self) -> str:
         """Where the Code2Wav options live, as a path for messages."""
-        found = self.code2wav_connector()
-        return jsonpath.connector_extra(found[0]) if found else "$.connectors.<stage 2 input>.extra"
+        found = self.code2wav_wiring()
+        if found is None:
+            return "$.connectors.<stage 2 input>.extra"
+        return path_string([*found[0], "extra"], self.config)
 
     def on(self, platform: str) -> PlatformApplied:
         """The config a server on `platform` runs (raises ConfigError); computed once per platform."""
@@ -169,12 +189,11 @@ class Deployment:
 
     def code2wav_extra_in(self, config: Map) -> Map | None:
         """The Code2Wav extra inside `config`, a view or a copy of this file (launch edits a copy)."""
-        found = self.code2wav_connector()
+        found = self.code2wav_wiring()
         if found is None:
             return None
-        connectors = config.get("connectors")
-        connector = connectors.get(found[0]) if isinstance(connectors, Map) else None
-        return _extra_of((found[0], connector)) if isinstance(connector, Map) else None
+        connector, _ = locate(config, found[0])
+        return _extra_of(("", connector)) if isinstance(connector, Map) else None
 
 
 def _is_int(node: Node | None, value: int) -> bool:

@@ -91,12 +91,13 @@ def _model_folder(value: str | None) -> str | None:
 )
 @click.option(
     "--server-check",
-    type=click.Choice(["auto", "on", "off"]),
+    type=click.Choice(["auto", "on", "require", "off"]),
     default="auto",
     show_default=True,
     help="Also run vllm-omni's own start-up config code on the files, in a child process of the "
     "serving environment's interpreter (no GPU, no weights): auto runs it when that vllm-omni is the "
-    "target version, on makes not running an error, off skips it.",
+    "target version; on makes not running an error and a file it cannot decide a warning; require "
+    "makes both errors; off skips it.",
 )
 @click.option(
     "--server-python",

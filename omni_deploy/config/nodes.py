@@ -190,5 +190,28 @@ def locate(root: Node, path: list[Hashable]) -> tuple[Node | None, Origin | None
     return node, key_origin
 
 
-def path_string(path: list[Hashable]) -> str:
-    return jsonpath.join(path)
+def path_string(path: list[Hashable], root: Node | None = None) -> str:
+    """The JSONPath of `path`; with `root`, an item of a `stages` list is named by its stage_id
+    (`$.stages[?@.stage_id==2]`), as every finding names a stage, where it has one."""
+    out = jsonpath.ROOT
+    node: Node | None = root
+    for index, part in enumerate(path):
+        item = (
+            node.items[part]
+            if isinstance(node, Seq) and isinstance(part, int) and 0 <= part < len(node.items)
+            else None
+        )
+        sid = (
+            item.get("stage_id") if isinstance(item, Map) and path[index - 1 : index] == ["stages"] else None
+        )
+        if isinstance(sid, Scalar) and isinstance(sid.value, int) and not isinstance(sid.value, bool):
+            out = jsonpath.stage(sid.value, out)
+        else:
+            out = jsonpath.child(out, part)
+        if item is not None:
+            node = item
+        elif isinstance(node, Map):
+            node = node.get(part) if isinstance(part, str) else None
+        else:
+            node = None
+    return out

@@ -81,15 +81,37 @@ def _squash(name: str) -> str:
     return name.lower().replace("-", "").replace("_", "")
 
 
-def infer_registered(chain: list[Path], registered: frozenset[str] = REGISTERED) -> str | None:
+def default_deploys(version: str | None = None) -> dict[str, str]:
+    """{default deploy file stem: pipeline} of a release's registry (its pipelines'
+    default_deploy_config_name, knowledge/facts.py): the file the server loads for that pipeline."""
+    from omni_deploy.knowledge.target import facts_data
+    from omni_deploy.knowledge.versions import RELEASED
+
+    entries = facts_data()["versions"].get(version or RELEASED) or facts_data()["versions"][RELEASED]
+    out: dict[str, str] = {}
+    for name, entry in sorted(entries.get("pipelines", {}).items()):
+        deploy = entry.get("default_deploy")
+        if isinstance(deploy, str) and deploy.endswith(".yaml"):
+            out.setdefault(deploy[: -len(".yaml")], name)
+    return out
+
+
+def infer_registered(
+    chain: list[Path], registered: frozenset[str] = REGISTERED, version: str | None = None
+) -> str | None:
     """The registered pipeline a file name starts with (the longest; the top file first), else None.
 
     A stand-in for what the server learns from the model (its config's model_type, then the model
-    path's name): without the model, the deploy file's name is the best hint there is.
+    path's name): without the model, the deploy file's name is the best hint there is. A pipeline's
+    own default deploy file counts as its name (moss_tts.yaml, and moss_ttsd.yaml after it, is
+    moss_tts_delay; audio8_tts.yaml is arktts).
     """
+    defaults = {_squash(stem): name for stem, name in default_deploys(version).items() if name in registered}
     for path in chain:
         stem = _squash(path.stem)
-        matches = [name for name in registered if stem.startswith(_squash(name))]
+        names = {_squash(name): name for name in registered}
+        names.update({k: v for k, v in defaults.items() if k not in names})
+        matches = [key for key in names if stem.startswith(key)]
         if matches:
-            return max(matches, key=lambda n: len(_squash(n)))
+            return names[max(matches, key=len)]
     return None

@@ -117,6 +117,57 @@ def _lacking(config: Map, key: str) -> list[Place]:
     return found
 
 
+# Mappings whose keys are settings a start-up message can name (after a leading platforms.<name>):
+# the top level, a stage entry and its engine mappings and wiring, a connector and its extra,
+# duplex_session. A key deeper than these (default_sampling_params.seed, hf_overrides.x) is
+# never what "field(s) 'seed'" names: a word alone does not place a refusal.
+_SETTING_HOLDERS = (
+    (),
+    ("stages", int),
+    ("stages", int, "engine_args"),
+    ("stages", int, "engine_extras"),
+    ("stages", int, "runtime"),
+    ("stages", int, "input_connectors"),
+    ("stages", int, "output_connectors"),
+    ("connectors", str),
+    ("connectors", str, "extra"),
+    ("runtime", "connectors", str),
+    ("runtime", "connectors", str, "extra"),
+    ("duplex_session",),
+)
+
+
+def _holds_settings(container: list[Hashable], head: str | None = None) -> bool:
+    """Whether a key inside `container` (path parts) is a setting a message names by its key path;
+    with `head` (a dotted name's first part), the container must end in that key."""
+    parts = container[2:] if container[:1] == ["platforms"] and len(container) >= 2 else container
+    if head is not None:
+        if not parts or str(parts[-1]) != head:
+            return False
+        parts = parts[:-1]
+    for shape in _SETTING_HOLDERS:
+        if len(shape) == len(parts) and all(
+            (isinstance(want, type) and isinstance(got, want) and not isinstance(got, bool))
+            or (not isinstance(want, type) and got == want)
+            for want, got in zip(shape, parts, strict=True)
+        ):
+            return True
+    return False
+
+
+def _named(name: str, parts: list[Hashable], text: object, is_key: bool) -> bool:
+    """Whether the key (or value) at `parts` is what `name` names, by its key path: the key (or the
+    key holding the value) sits where a setting of that name lives, and a dotted name's head is
+    the key right above it. A word that merely equals a deeper key never matches."""
+    head, _, tail = name.partition(".")
+    if str(text) != (tail or head) or "." in tail:
+        return False
+    key_parts = list(parts)  # a key's path, or the path of the key that holds a value
+    while not is_key and key_parts and isinstance(key_parts[-1], int):
+        key_parts.pop()  # an item of a list value: the key holding the list
+    return _holds_settings(key_parts[:-1], head if tail else None)
+
+
 def places(refusal: Refusal, config: Map) -> list[Place]:
     """Where in the merged file `config` the values `refusal` names were written (empty: nowhere)."""
     if refusal.step == "transfer_config" and refusal.type == "KeyError":
@@ -125,21 +176,15 @@ def places(refusal: Refusal, config: Map) -> list[Place]:
             return lacking[:_MAX_PLACES]
     match = _STAGE.search(refusal.message)
     wanted_stage = int(match.group(1)) if match else None
-    found: list[Place] = []
-    names = _names(refusal)
-    candidates = list(_walk(config, [], None, None))
-    for name in names:
-        head, _, tail = name.partition(".")
-        for parts, text, origin, is_key, sid, platform in candidates:
-            if str(text) != (tail or head) or (tail and head not in [str(p) for p in parts[:-1]]):
-                continue
-            if wanted_stage is not None and sid != wanted_stage:
-                continue
-            if platform is not None and platform != refusal.platform:
-                continue
-            if origin.layer == "default":
-                continue
-            found.append(Place(origin, _path(parts, config), is_key, sid, platform))
+    found = [
+        Place(origin, _path(parts, config), is_key, sid, platform)
+        for name in _names(refusal)
+        for parts, text, origin, is_key, sid, platform in _walk(config, [], None, None)
+        if _named(name, parts, text, is_key)
+        and (wanted_stage is None or sid == wanted_stage)
+        and (platform is None or platform == refusal.platform)
+        and origin.layer != "default"
+    ]
     if refusal.message.startswith("Undefined connector reference"):
         # The reference is the fault, not the connector of that name elsewhere.
         found = [p for p in found if not p.is_key and "_connectors" in p.path]

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     import subprocess
 
 CHILD = Path(__file__).with_name("child.py")
-AUTO, ON, OFF = "auto", "on", "off"
+AUTO, ON, REQUIRE, OFF = "auto", "on", "require", "off"
 DEFAULT_TIMEOUT_S = 300.0
 DEFAULT_MEMORY_GIB = 16.0
 # What is read back of the child's records (a few hundred bytes a file) and the most any file it

@@ -45,56 +45,64 @@ def check_gpu_memory(ctx: Context) -> list[Finding]:
 
     E350:
         What it does: adds up the gpu_memory_utilization of the stages placed on each device (a
-            stage's `devices`, after the platform section) and reports a device asked for more than
-            all of its memory, at the value the file you validate set.
-        Why: each stage takes its fraction of the whole device when it starts; the stage that finds
-            too little left fails with an out-of-memory error at start-up, minutes in.
+            stage's `devices`, after the platform section) whose KV budget it decides, and reports a
+            device asked for more than all of its memory, at the value the file you validate set. A
+            stage with kv_cache_memory_bytes is left out of the sum: its KV budget is exactly that
+            (vllm-omni worker/base.py; vLLM gpu_worker.py), whatever its utilization says.
+        Why: each such stage takes its fraction of the whole device when it starts (vllm-omni caps a
+            request to what is free, worker/memory_utils.py); the stages that find less than their
+            fraction left get a smaller KV cache than asked, or none, and fail at start-up or under
+            load.
         Fails:
             base_config: minicpmo_4_5_turn.yaml
             stages:
-              - stage_id: 2  # 0.55 + 0.15 + 0.4 of device 0
-                gpu_memory_utilization: 0.4
+              - stage_id: 0
+                devices: "1"
+              - stage_id: 2  # 0.55 + 0.5 of device 1
+                devices: "1"
+                gpu_memory_utilization: 0.5
         Passes:
             base_config: minicpmo_4_5_turn.yaml
             stages:
-              - stage_id: 2  # 0.55 + 0.15 + 0.18
+              - stage_id: 2  # 0.55 + 0.18
                 gpu_memory_utilization: 0.18
     W351:
-        What it does: reports a device whose stages ask for more than 95 % of its memory in all.
+        What it does: reports a device whose stages (those without kv_cache_memory_bytes) ask for more
+            than 95 % of its memory in all.
         Why: CUDA graphs, cuDNN workspaces, NCCL buffers and fragmentation live outside the stages'
             shares; with less than 5 % left they fail under load rather than at start-up.
         Fails:
             base_config: minicpmo_4_5_turn.yaml
             stages:
-              - stage_id: 2  # 0.55 + 0.15 + 0.27 = 0.97
-                gpu_memory_utilization: 0.27
+              - stage_id: 2  # 0.55 + 0.42 = 0.97
+                gpu_memory_utilization: 0.42
         Passes:
             base_config: minicpmo_4_5_turn.yaml
             stages:
-              - stage_id: 2  # 0.88 in all
+              - stage_id: 2  # 0.73 in all
                 gpu_memory_utilization: 0.18
     E352:
-        What it does: with --gpu-memory-gib (the card's size), checks each stage's
-            kv_cache_memory_bytes against its share of the card, and the KV budgets of each device
-            against the card.
-        Why: a KV budget is taken from the stage's share; one that does not fit makes the stage
-            refuse to start, or leaves nothing for the weights.
+        What it does: with --gpu-memory-gib (the card's size), adds up the kv_cache_memory_bytes of
+            the stages on each device and reports a device whose KV budgets exceed the card.
+        Why: a stage with kv_cache_memory_bytes allocates exactly that for its KV cache, whatever its
+            gpu_memory_utilization (so one stage's budget above its own share is not an error); budgets
+            that add up to more than the card cannot all be allocated.
         Fails:
             # options: --gpu-memory-gib 24
             base_config: minicpmo_4_5_turn.yaml
             platforms:
               cuda:
                 stages:
-                  - stage_id: 1  # 4 GiB in 0.15 x 24 GiB = 3.6 GiB
-                    kv_cache_memory_bytes: 4294967296
+                  - stage_id: 1  # 26 GiB on a 24 GiB card
+                    kv_cache_memory_bytes: 27917287424
         Passes:
             # options: --gpu-memory-gib 24
             base_config: minicpmo_4_5_turn.yaml
             platforms:
               cuda:
                 stages:
-                  - stage_id: 1  # 2 GiB
-                    kv_cache_memory_bytes: 2147483648
+                  - stage_id: 1  # 4 GiB: above 0.15 x 24 GiB, but the budget is exact
+                    kv_cache_memory_bytes: 4294967296
     """
     merged: dict[tuple[object, ...], tuple[Finding, list[str]]] = {}
     for platform, applied in ctx.applied.items():
@@ -123,22 +131,14 @@ def _memory_on(ctx: Context, platform: str, applied: PlatformApplied) -> list[Fi
         kv = _number(kv_node)
         if util is not None and not 0 < util <= 1:
             util = None  # already a type/bound error; summing it would only repeat that
+        # A positive kv_cache_memory_bytes is the stage's KV budget, exactly: its utilization does not
+        # size anything (knowledge fact kv_budget_exact), so it is left out of the device's shares.
+        exact = kv is not None and kv > 0 and bool(ctx.target_reads.fact("kv_budget_exact"))
         for device in _devices(stage):
-            if util is not None and util_node is not None:
+            if util is not None and util_node is not None and not exact:
                 shares[device].append((sid, util, util_node.origin))
             if kv is not None and kv_node is not None:
                 budgets[device].append((sid, kv, kv_node.origin))
-        if gib and kv is not None and util is not None and kv_node is not None and kv > util * gib * GIB:
-            findings.append(
-                at(
-                    kv_node.origin,
-                    ctx.file,
-                    codes.E352,
-                    f"{jsonpath.stage(sid)}.kv_cache_memory_bytes",
-                    f"on {platform}: a KV budget of {kv / GIB:.2f} GiB does not fit in this stage's share "
-                    f"({util:g} x {gib:g} GiB = {util * gib:.2f} GiB)",
-                )
-            )
     findings += _over_shares(ctx, platform, shares)
     if gib:
         findings += _over_budgets(ctx, platform, budgets, gib)
@@ -280,8 +280,8 @@ def check_minicpmo_capacity(ctx: Context) -> list[Finding]:
             # options: --model-config config.json
             base_config: minicpmo_4_5_turn.yaml
     E380:
-        What it does: checks that a non-zero code2wav_initial_batch_size is not below
-            code2wav_min_batch_size (default 1).
+        What it does: where the target's Code2Wav refuses it (0.28.0 on), checks that a non-zero
+            code2wav_initial_batch_size is not below code2wav_min_batch_size (default 1).
         Why: MiniCPM-o's Code2Wav refuses to start with an initial batch below its minimum.
         Fails:
             base_config: minicpmo_4_5_turn.yaml
@@ -352,6 +352,9 @@ def check_minicpmo_capacity(ctx: Context) -> list[Finding]:
 
 
 def _initial_batch(ctx: Context, extra: Map, path: str) -> list[Finding]:
+    refused_at = ctx.target_reads.fact("code2wav_initial_batch_refusal")
+    if refused_at is None:
+        return []  # a release whose Code2Wav does not read (or refuse) these sizes
     minimum = _number(extra.get("code2wav_min_batch_size"))
     initial_node = extra.get("code2wav_initial_batch_size")
     initial = _number(initial_node)
@@ -364,7 +367,7 @@ def _initial_batch(ctx: Context, extra: Map, path: str) -> list[Finding]:
                 codes.E380,
                 f"{path}.code2wav_initial_batch_size",
                 f"code2wav_initial_batch_size {initial:g} is below code2wav_min_batch_size {minimum:g}: "
-                "Code2Wav refuses to start",
+                f"Code2Wav refuses to start ({refused_at})",
                 "use 0 (off) or a value >= code2wav_min_batch_size",
             )
         ]

@@ -26,7 +26,7 @@ def target_pipeline(ctx: Context) -> tuple[str | None, dict[str, Any] | None]:
     registry = ctx.target_reads.pipelines
     name = ctx.deployment.pipeline.name
     if name is None and registry:
-        name = infer_registered(ctx.deployment.chain, frozenset(registry))
+        name = infer_registered(ctx.deployment.chain, frozenset(registry), ctx.options.target_version)
     if name is None or not registry:
         return name, None
     return name, registry.get(name)

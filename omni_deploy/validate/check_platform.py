@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Hashable
+
 from omni_deploy import codes, jsonpath
-from omni_deploy.config.nodes import Map, child_path
+from omni_deploy.config.nodes import Map, Scalar, child_path
 from omni_deploy.knowledge.keys import CUDA_ONLY_CODE2WAV, NPU_GRAPH_KEYS
 from omni_deploy.validate.context import Context
 from omni_deploy.validate.findings import Finding, at
@@ -167,8 +169,17 @@ def check_platform_readers(ctx: Context) -> list[Finding]:
             if isinstance(stage, Map) and "runtime" in stage and "engine_args" not in stage:
                 runtime = stage.entries["runtime"]
                 findings.append(at(runtime.key_origin, ctx.file, codes.W318,
-                                   f"{child_path('$.platforms', plat)}.stages[{i}].runtime",
+                                   f"{_platform_stage(plat, i, stage)}.runtime",
                                    f"without engine_args this platform entry is flat ({flat_at}): runtime is "
                                    "passed on as an engine key, so its devices/num_replicas/env are not applied",
                                    "write devices and env on the entry itself, or add an engine_args mapping"))  # fmt: skip
     return findings
+
+
+def _platform_stage(plat: Hashable, index: int, stage: Map) -> str:
+    """A platform section's stage entry by its stage_id (by position only without one)."""
+    sid = stage.get("stage_id")
+    stages = f"{child_path('$.platforms', plat)}.stages"
+    if isinstance(sid, Scalar) and isinstance(sid.value, int) and not isinstance(sid.value, bool):
+        return jsonpath.stage(sid.value, stages)
+    return f"{stages}[{index}]"

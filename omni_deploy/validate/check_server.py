@@ -12,7 +12,7 @@ from omni_deploy import codes
 from omni_deploy.deployment import Deployment
 from omni_deploy.knowledge.pipelines import infer_registered
 from omni_deploy.server_check.locate import places
-from omni_deploy.server_check.run import AUTO, OFF, ON, FileVerdict, Job, Refusal, ServerRun, check
+from omni_deploy.server_check.run import AUTO, OFF, ON, REQUIRE, FileVerdict, Job, Refusal, ServerRun, check
 from omni_deploy.validate.context import Context, Options
 from omni_deploy.validate.findings import Finding, at
 from omni_deploy.validate.rules import emits
@@ -31,7 +31,7 @@ def job_for(deployment: Deployment, options: Options) -> Job:
     ):
         pipeline = deployment.pipeline.name
     if pipeline is None and deployment.pipeline.name is None:
-        pipeline = infer_registered(deployment.chain)
+        pipeline = infer_registered(deployment.chain, version=options.target_version)
     return Job(deployment.name, deployment.top.resolve(), tuple(platforms), pipeline, options.model)
 
 
@@ -39,7 +39,7 @@ def run_server_check(deployments: list[Deployment], options: Options) -> ServerR
     """One child over every file (None when the check is off)."""
     if options.server_check == OFF:
         return None
-    assert options.server_check in (AUTO, ON), options.server_check
+    assert options.server_check in (AUTO, ON, REQUIRE), options.server_check
     return check(
         [job_for(d, options) for d in deployments],
         python=options.server_python,
@@ -82,7 +82,7 @@ def verdict_findings(verdict: FileVerdict, deployment: Deployment, version: str)
     return out
 
 
-@emits(codes.E395, codes.E396, codes.E397)
+@emits(codes.E395, codes.E396, codes.E397, codes.W398)
 def check_server(ctx: Context) -> list[Finding]:
     """The server check's verdict on this file as findings (validate --server-check).
 
@@ -133,11 +133,26 @@ def check_server(ctx: Context) -> list[Finding]:
               - {stage_id: 1, devices: "0", output_connectors: {to_stage_2: shm}}
               - {stage_id: 2, devices: "0", input_connectors: {from_stage_1: shm}}
     E397:
-        What it does: with --server-check on, reports a file the server check could not run on or
-            could not decide (no vllm-omni for the interpreter, stdin, an import its pipeline needs).
-        Why: "on" asks for the real code's verdict; without it the file is not known to start.
+        What it does: with --server-check on or require, reports a check that could not run (no
+            vllm-omni for the interpreter, stdin); with require, also a file it could not decide (an
+            import its pipeline needs, a pipeline only the model names).
+        Why: "on" and "require" ask for the real code's verdict; without it the file is not known to
+            start.
         Fails:
             # shown, not run by the tests: the serving interpreter must lack vllm-omni, or what the pipeline imports
+            # options: --server-check require
+            base_config: minicpmo_4_5_turn.yaml
+        Passes:
+            # options: --server-check auto
+            base_config: minicpmo_4_5_turn.yaml
+    W398:
+        What it does: with --server-check on, reports a file the check ran on but could not decide
+            (the serving environment lacks what its pipeline's code imports, or only the model names
+            its pipeline).
+        Why: said loudly, since the file is not known to start; but nothing is known to be wrong with
+            it, so it does not make the file invalid (--server-check require does).
+        Fails:
+            # shown, not run by the tests: the serving interpreter must lack what the pipeline imports
             # options: --server-check on
             base_config: minicpmo_4_5_turn.yaml
         Passes:
@@ -147,7 +162,7 @@ def check_server(ctx: Context) -> list[Finding]:
     run = ctx.server
     if run is None:
         return []
-    insist = ctx.options.server_check == ON
+    insist = ctx.options.server_check in (ON, REQUIRE)
     if not run.ran:
         return (
             [at(None, ctx.file, codes.E397, "$", f"the server check did not run: {run.reason}")]
@@ -171,13 +186,9 @@ def check_server(ctx: Context) -> list[Finding]:
         )
     out = verdict_findings(verdict, ctx.deployment, run.version or "installed")
     if verdict.undecided is not None and insist:
+        # Undecided is not refused: loud under "on", an error only where the verdict is required.
+        code = codes.E397 if ctx.options.server_check == REQUIRE else codes.W398
         out.append(
-            at(
-                None,
-                ctx.file,
-                codes.E397,
-                "$",
-                f"the server check could not decide this file: {verdict.undecided}",
-            )
+            at(None, ctx.file, code, "$", f"the server check could not decide this file: {verdict.undecided}")
         )
     return out

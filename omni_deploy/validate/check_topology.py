@@ -190,7 +190,7 @@ def check_platform_entries(ctx: Context) -> list[Finding]:
     platforms = ctx.deployment.platform_sections()
     for plat, section in platforms.items() if platforms else []:
         entries = section.get("stages") if isinstance(section, Map) else None
-        for i, entry in enumerate(entries.items if isinstance(entries, Seq) else []):
+        for entry in entries.items if isinstance(entries, Seq) else []:
             if not isinstance(entry, Map):
                 continue
             sid = _stage_id(entry)
@@ -200,7 +200,7 @@ def check_platform_entries(ctx: Context) -> list[Finding]:
                         entry.origin,
                         ctx.file,
                         codes.W323,
-                        f"{child_path('$.platforms', plat)}.stages[{i}]",
+                        jsonpath.stage(sid, f"{child_path('$.platforms', plat)}.stages"),
                         f"platforms.{plat} entry for stage_id {sid}, which no stage has: vllm-omni skips it silently",
                     )
                 )
@@ -369,7 +369,9 @@ def check_connectors(ctx: Context) -> list[Finding]:
             if not isinstance(wiring, Map):
                 continue
             for key, entry in wiring.entries.items():
-                path = child_path(f"$.stages[{i}].{field}", key)
+                sid_here = _stage_id(stage)
+                where = jsonpath.stage(sid_here) if _valid_id(sid_here) else f"$.stages[{i}]"
+                path = child_path(f"{where}.{field}", key)
                 findings += _wiring_key(ctx, field, str(key), pattern.match(str(key)), entry, path, stage_ids)
                 if isinstance(entry.node, Map) and inline_ok:
                     _nameless(ctx, findings, f"written inline at {path}", entry.node, entry.key_origin, path)
@@ -439,10 +441,13 @@ def _misplaced_code2wav(ctx: Context) -> list[Finding]:
         extra = connector.get("extra")
         for key, entry in extra.entries.items() if isinstance(extra, Map) else []:
             if key in _CODE2WAV_ONLY:
+                inline = ctx.deployment.code2wav_wiring()
                 where = (
                     f"connector '{target_name}'"
                     if target_name
-                    else "the connector in stage 2's input_connectors"
+                    else f"the inline connector at {ctx.deployment.code2wav_extra_path}"
+                    if inline is not None
+                    else "the connector of the 1->2 edge"
                 )
                 findings.append(
                     at(

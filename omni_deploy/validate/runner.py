@@ -34,6 +34,7 @@ from omni_deploy.validate.check_topology import (
     check_replaced_mappings,
     check_stage_ids,
 )
+from omni_deploy.validate.check_typed_values import check_typed_values
 from omni_deploy.validate.context import Context, Options
 from omni_deploy.validate.findings import ERROR, WARNING, Finding
 from omni_deploy.validate.rules import require_declared
@@ -49,6 +50,7 @@ CHECKS: list[Callable[[Context], list[Finding]]] = [
     check_gpu_memory,
     check_minicpmo_capacity,
     check_batched_tokens,
+    check_typed_values,
     check_platform_rules,
     check_platform_readers,
     check_pipeline_release,

@@ -7,7 +7,7 @@ from functools import cache
 from typing import Any
 
 from omni_deploy import codes
-from omni_deploy.config.nodes import locate, path_string, to_plain
+from omni_deploy.config.nodes import Map, Scalar, locate, path_string, to_plain
 from omni_deploy.validate.context import Context
 from omni_deploy.validate.findings import Finding, at
 from omni_deploy.validate.rules import emits
@@ -56,11 +56,12 @@ def check_schema(ctx: Context) -> list[Finding]:
                 kv_cache_memory_bytes: 2147483648
     """
     findings = _errors(ctx, _validator(), [])
-    found = ctx.deployment.code2wav_connector()
+    found = ctx.deployment.code2wav_wiring()
     if found is not None:
-        # The Code2Wav options are typed only where MiniCPM-o's Code2Wav reads them: other pipelines
-        # use some of the same names with other meanings.
-        findings += _errors(ctx, _validator("minicpmoCode2wavExtra"), ["connectors", found[0], "extra"])
+        # The Code2Wav options are typed only where MiniCPM-o's Code2Wav reads them (the named or
+        # inline connector that wins the 1->2 edge): other pipelines use some of the same names with
+        # other meanings.
+        findings += _errors(ctx, _validator("minicpmoCode2wavExtra"), [*found[0], "extra"])
     return findings
 
 
@@ -75,11 +76,105 @@ def _errors(ctx: Context, validator: Any, prefix: list[Any]) -> list[Finding]:
         path = prefix + list(error.absolute_path)
         if path and path[-1] == "stage_id":
             continue  # check_stage_ids says it better
+        if _accepted_upstream(ctx, path, error) or _unread(ctx, path) or _replaced_everywhere(ctx, path):
+            continue
         node, key_origin = locate(ctx.deployment.config, path)
         origin = node.origin if node is not None else key_origin
         fix = _unquoting(error) if node is not None else None
-        findings.append(at(origin, ctx.file, codes.E201, path_string(path), _message(error), None, fix))
+        findings.append(
+            at(
+                origin,
+                ctx.file,
+                codes.E201,
+                path_string(path, ctx.deployment.config),
+                _message(error),
+                None,
+                fix,
+            )
+        )
     return findings
+
+
+# Values the target's own code casts with int() before any bound (knowledge fact -> keys): a string
+# of digits there is accepted, and the bound applies to the number it casts to.
+_INT_CAST = {
+    "num_replicas_int_cast": frozenset({"num_replicas"}),
+    "code2wav_values_int_cast": frozenset({"codec_chunk_frames", "codec_left_context_frames"}),
+}
+
+
+def _int_cast(value: object) -> int | None:
+    """int(value) as Python casts a YAML string ("25", " 25 "), None where int() raises."""
+    if not isinstance(value, str) or len(value) > 32:
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        return None
+
+
+def _within(number: int, schema: dict[str, Any]) -> bool:
+    low, above = schema.get("minimum"), schema.get("exclusiveMinimum")
+    high = schema.get("maximum")
+    return (
+        (low is None or number >= low)
+        and (above is None or number > above)
+        and (high is None or number <= high)
+    )
+
+
+def _accepted_upstream(ctx: Context, path: list[Any], error: Any) -> bool:
+    """Whether the target's code accepts the value the schema refuses: max_model_len -1 (auto-fit,
+    knowledge fact max_model_len_auto), a string its code casts with int() and whose number is in
+    bounds (num_replicas_int_cast, code2wav_values_int_cast)."""
+    key = path[-1] if path else None
+    reads = ctx.target_reads
+    if key == "max_model_len" and error.instance == -1 and reads.fact("max_model_len_auto"):
+        return True
+    if error.validator != "type" or not isinstance(key, str):
+        return False
+    number = _int_cast(error.instance)
+    return (
+        number is not None
+        and any(key in keys and reads.fact(fact) for fact, keys in _INT_CAST.items())
+        and _within(number, error.schema)
+    )
+
+
+def _replaced_everywhere(ctx: Context, path: list[Any]) -> bool:
+    """A stage value that the platform section of every platform checked replaces: the server
+    never reads it (the platform's own value is checked, under platforms)."""
+    if len(path) != 3 or path[0] != "stages" or not isinstance(path[1], int) or not ctx.applied:
+        return False
+    written, _ = locate(ctx.deployment.config, path)
+    stage, _ = locate(ctx.deployment.config, path[:2])
+    sid = stage.get("stage_id") if isinstance(stage, Map) else None
+    if written is None or not isinstance(sid, Scalar):
+        return False
+    for applied in ctx.applied.values():
+        twin = next((s for s in applied.stages if to_plain(s.get("stage_id")) == sid.value), None)
+        used = twin.get(path[2]) if twin is not None else None
+        if used is None or used.origin == written.origin:
+            return False
+    return True
+
+
+def _unread(ctx: Context, path: list[Any]) -> bool:
+    """A key the target does not read outside a stage (W310 says so): its value is not checked
+    either, so one key never gets both "ignored" and a type error."""
+    from omni_deploy.knowledge.readers import NOT_READ, status
+
+    if not path or not isinstance(path[-1], str):
+        return False
+    place = None
+    if len(path) == 1:
+        place = "top"
+    elif len(path) == 2 and path[0] == "duplex_session":
+        place = "duplex_session"
+    elif path[-2:-1] == ["extra"] and (path[0] == "connectors" or "_connectors" in str(path[2:3])):
+        found = ctx.deployment.code2wav_wiring()
+        place = "code2wav" if found is not None and path[:-2] == found[0] else "connector_extra"
+    return place is not None and status(place, path[-1], ctx.target_reads).kind == NOT_READ
 
 
 _SCALAR_TYPES = {"boolean": (bool,), "integer": (int,), "number": (int, float)}

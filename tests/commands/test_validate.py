@@ -26,7 +26,7 @@ def test_text_output_points_at_file_line_col(
     first = result.out.splitlines()[0]
     # file:line:col of the file that set it; the path is in the merged config (stage 1 is its 2nd entry).
     assert first.startswith(
-        "tests/data/validate/negative/unknown_stage_key.yaml:5:5: warning[W302] $.stages[1].my_custom_knob: "
+        "tests/data/validate/negative/unknown_stage_key.yaml:5:5: warning[W302] $.stages[?@.stage_id==1].my_custom_knob: "
     )
     assert result.out.splitlines()[-1] == "ok: 1 file; 0 errors, 1 warning, 0 infos (W302 1)"
     # The text for people: the file, the message first, then where (file:line:col and the path),
@@ -35,7 +35,8 @@ def test_text_output_points_at_file_line_col(
     assert lines[0] == "tests/data/validate/negative/unknown_stage_key.yaml: 1 warning"
     assert lines[1].startswith("warning[W302]: 'my_custom_knob' is neither a vllm-omni stage field")
     assert (
-        lines[2] == "  --> tests/data/validate/negative/unknown_stage_key.yaml:5:5 $.stages[1].my_custom_knob"
+        lines[2]
+        == "  --> tests/data/validate/negative/unknown_stage_key.yaml:5:5 $.stages[?@.stage_id==1].my_custom_knob"
     )
     assert lines[3:6] == ["    |", "  5 |     my_custom_knob: 8", "    |     ^^^^^^^^^^^^^^"]
     assert lines[-1] == "ok: 1 file; 0 errors, 1 warning, 0 infos (W302 1)"
@@ -49,7 +50,7 @@ def test_typo_is_an_error_at_the_users_line(
     path.write_text(f"base_config: {base}\nstages:\n  - stage_id: 1\n    max_num_seq: 8\n")
     result = run_cli(capsys, "validate", str(path), "--target-version", "0.30.0", "-o", "concise")
     assert result.code == 1
-    assert f"{path}:4:5: error[E307] $.stages[1].max_num_seq: " in result.out
+    assert f"{path}:4:5: error[E307] $.stages[?@.stage_id==1].max_num_seq: " in result.out
     assert "(did you mean 'max_num_seqs'?)" in result.out
     framed = run_cli(capsys, "validate", str(path), "--target-version", "0.30.0").out
     assert "    ^^^^^^^^^^^ did you mean 'max_num_seqs'?" in framed

@@ -59,7 +59,7 @@ def test_github_workflow_commands(capsys: pytest.CaptureFixture[str]) -> None:
     lines = result.out.splitlines()
     assert lines[0].startswith(
         "::error file=tests/data/validate/negative/type_errors.yaml,line=6,col=19,title=E201 "
-        "$.stages[0].max_num_seqs::"
+        "$.stages[?@.stage_id==0].max_num_seqs::"
     )
     assert any(
         line.startswith("::warning file=tests/data/validate/negative/unknown_stage_key.yaml,line=5,col=5,")
