@@ -104,6 +104,7 @@ E330 = _declare("E330", ERROR, "connector name not defined under connectors", _V
 E331 = _declare("E331", ERROR, "connector wired from or to a stage that does not exist", _V + "connector_wiring.yaml")
 W332 = _declare("W332", WARNING, "Code2Wav option in a connector stage 2 does not receive", _V + "code2wav_key_in_wrong_connector.yaml")
 E334 = _declare("E334", ERROR, "wired connector without name: the connector set-up fails and the server starts with none", _V + "connector_without_name.yaml")
+E335 = _declare("E335", ERROR, "connector set-up failure (an edge's two connector classes differ, a wired extra: null): the server starts with no connector config", _V + "connector_setup.yaml")
 W333 = _declare("W333", WARNING, "connector wiring key not of the form from_stage_N / to_stage_N", _V + "connector_wiring.yaml")
 W340 = _declare("W340", WARNING, "an overlay mapping replaces the base's whole, dropping keys", _V + "shallow_replace.yaml")
 # Capacity: GPU memory, KV budgets, MiniCPM-o batch coherence.

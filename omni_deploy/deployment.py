@@ -150,7 +150,10 @@ class Deployment:
                 if isinstance(ref, Scalar):
                     connectors = self.connectors()
                     connector = connectors.get(ref.value) if connectors is not None else None
-                    return (["connectors", str(ref.value)], connector) if isinstance(connector, Map) else None
+                    if isinstance(connector, Map):
+                        return ["connectors", str(ref.value)], connector
+                    # An undefined name fails the whole set-up (E330 says so); the next wiring of
+                    # the edge is what the file meant.
         return None
 
     def code2wav_connector(self) -> tuple[str, Map] | None:

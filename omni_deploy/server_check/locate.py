@@ -22,6 +22,7 @@ _STAGE = re.compile(r"\b[Ss]tage[ _-]?(\d+)\b")
 _OWNERLESS = re.compile(r"no structured config owner: (.+)$")
 _QUOTED = re.compile(r"""['"]([^'"\s]{1,200})['"]""")
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")
+_STATED = re.compile(r"\b([A-Za-z_][A-Za-z0-9_]*) \(([^()\s]{1,40})\)")
 _MAX_PLACES = 6  # more matches than this say nothing about where: the whole file instead
 
 
@@ -92,6 +93,34 @@ def _names(refusal: Refusal) -> list[str]:
     words = [w for w in _WORD.findall(message) if "_" in w or w in quoted]
     # "Undefined connector reference: shm2": the name after the last colon, though plain
     return list(dict.fromkeys([*quoted, *words, *([tail] if _WORD.fullmatch(tail) else [])]))
+
+
+def _at(config: Map, parts: list[Hashable]) -> object:
+    node: object = config
+    for part in parts:
+        if isinstance(node, Map):
+            node = node.get(part)
+        elif isinstance(node, Seq) and isinstance(part, int):
+            node = node.items[part]
+        else:
+            return None
+    return node
+
+
+def _null_extras(config: Map) -> list[Place]:
+    """Connectors whose `extra:` is null: what a TypeError about None in the connector set-up
+    (dict(None)) comes from."""
+    found = []
+    for parts, _, origin, is_key, sid, platform in _walk(config, [], None, None):
+        if not is_key or platform is not None or parts[-1:] != ["extra"]:
+            continue
+        inside = [str(p) for p in parts[:-2]]
+        if inside[-1:] not in (["connectors"], ["input_connectors"], ["output_connectors"]):
+            continue
+        value = _at(config, parts)
+        if isinstance(value, Scalar) and value.value is None:
+            found.append(Place(origin, _path(parts, config), True, sid, None))
+    return found
 
 
 def _lacking(config: Map, key: str) -> list[Place]:
@@ -168,14 +197,26 @@ def _named(name: str, parts: list[Hashable], text: object, is_key: bool) -> bool
     return _holds_settings(key_parts[:-1], head if tail else None)
 
 
+def _holds(config: Map, parts: list[Hashable], stated: str) -> bool:
+    value = _at(config, parts)
+    return isinstance(value, Scalar) and str(value.value) == stated
+
+
 def places(refusal: Refusal, config: Map) -> list[Place]:
     """Where in the merged file `config` the values `refusal` names were written (empty: nowhere)."""
     if refusal.step == "transfer_config" and refusal.type == "KeyError":
         lacking = _lacking(config, refusal.message)
         if lacking:
             return lacking[:_MAX_PLACES]
+    if refusal.step == "transfer_config" and refusal.type == "TypeError" and "NoneType" in refusal.message:
+        nulls = _null_extras(config)
+        if nulls:
+            return nulls[:_MAX_PLACES]
     match = _STAGE.search(refusal.message)
     wanted_stage = int(match.group(1)) if match else None
+    # "max_num_batched_tokens (2) must be >= max_num_seqs (8)": a key stated with its value is the
+    # key that holds that value (not every stage's max_num_seqs).
+    stated = dict(_STATED.findall(refusal.message))
     found = [
         Place(origin, _path(parts, config), is_key, sid, platform)
         for name in _names(refusal)
@@ -184,6 +225,7 @@ def places(refusal: Refusal, config: Map) -> list[Place]:
         and (wanted_stage is None or sid == wanted_stage)
         and (platform is None or platform == refusal.platform)
         and origin.layer != "default"
+        and (not is_key or name not in stated or _holds(config, parts, stated[name]))
     ]
     if refusal.message.startswith("Undefined connector reference"):
         # The reference is the fault, not the connector of that name elsewhere.

@@ -43,15 +43,42 @@ def spelled(origin: Origin | None) -> str:
     return f"at {Path(origin.file).name}:{origin.line}"
 
 
-def keep_to_user_files(findings: list[Finding], top: Path, named: str) -> list[Finding]:
+def reach_point(top: Path, text: str | None = None) -> tuple[int, int]:
+    """(line, column) of the named file's own `base_config:` key, through which a base file's values
+    are reached; (0, 0) where there is none to read."""
+    import re
+
+    from omni_deploy import guarded
+
+    try:
+        lines = (guarded.read_text(str(top)) if text is None else text).splitlines()
+    except (guarded.Refused, OSError):
+        return 0, 0
+    for number, line in enumerate(lines, start=1):
+        match = re.match(r"^(base_config)\s*:", line) or re.match(r"^(['\"]base_config['\"])\s*:", line)
+        if match:
+            return number, 1
+    return 0, 0
+
+
+def keep_to_user_files(
+    findings: list[Finding], top: Path, named: str, text: str | None = None
+) -> list[Finding]:
     """Findings that point into an installed package's file (not the named one) move to the named
-    file, saying where the value is."""
+    file, at its `base_config:` line (every finding has a line:col), saying where the value is."""
     out = []
+    reach: tuple[int, int] | None = None
     for finding in findings:
         if finding.line and installed(finding.file) and not _same(finding.file, top):
+            reach = reach if reach is not None else reach_point(top, text)
             where = f"{finding.file}:{finding.line}:{finding.column}"
             finding = replace(
-                finding, file=named, line=0, column=0, message=f"{finding.message} (set in {where})"
+                finding,
+                file=named,
+                line=reach[0],
+                column=reach[1],
+                message=f"{finding.message} (set in {where})",
+                fix=None,  # never a fix into an installed file
             )
         out.append(finding)
     return out

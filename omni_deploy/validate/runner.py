@@ -21,6 +21,7 @@ from omni_deploy.validate.check_capacity import (
     check_gpu_memory,
     check_minicpmo_capacity,
 )
+from omni_deploy.validate.check_connector_setup import check_connector_setup
 from omni_deploy.validate.check_keys import check_keys
 from omni_deploy.validate.check_load import load_deployment
 from omni_deploy.validate.check_multi_node import check_multi_node
@@ -46,6 +47,7 @@ CHECKS: list[Callable[[Context], list[Finding]]] = [
     check_stage_ids,
     check_platform_entries,
     check_connectors,
+    check_connector_setup,
     check_replaced_mappings,
     check_gpu_memory,
     check_minicpmo_capacity,
@@ -153,10 +155,12 @@ def validate_deployment(
             continue
         require_declared(check, (f.code for f in found))
         report.findings.extend(found)
-    located = blame.keep_to_user_files(
-        _superseded(list(dict.fromkeys(report.findings))), deployment.top, name
-    )
-    unique = suppress.keep(located, options.ignore, {} if text is None else {name: text})
+    texts = {} if text is None else {name: text}
+    # A base file's own `# omni-deploy: ignore[...]` comments count wherever it is reached from:
+    # suppressed at the base's line first, then moved to the named file (and its comments) if kept.
+    kept = suppress.keep(_superseded(list(dict.fromkeys(report.findings))), options.ignore, texts)
+    located = blame.keep_to_user_files(kept, deployment.top, name, text)
+    unique = suppress.keep(located, options.ignore, texts)
     unique.sort(key=lambda f: (f.file, f.line, f.column, f.code))
     if options.strict:
         unique = [replace(f, severity=ERROR) if f.severity == WARNING else f for f in unique]

@@ -18,7 +18,22 @@ from omni_deploy.validate.runner import FileReport
 CASES = Path(__file__).resolve().parents[1] / "data" / "startup"
 # Static codes that say: vllm-omni refuses this at start-up, or starts with no connector config.
 STARTUP_CODES = frozenset(
-    {"E304", "E311", "E315", "E316", "E317", "E319", "E330", "E334", "E370", "E373", "E130", "E123", "E124"}
+    {
+        "E304",
+        "E311",
+        "E315",
+        "E316",
+        "E317",
+        "E319",
+        "E330",
+        "E334",
+        "E335",
+        "E370",
+        "E373",
+        "E130",
+        "E123",
+        "E124",
+    }
 )
 SERVER_CODES = frozenset({"E395", "E396"})
 _VERDICT = re.compile(r"^# verdict: (starts|refused)(?: (\d+))?$")

@@ -34,7 +34,23 @@ def test_nothing_points_into_an_installed_file_not_named(tmp_path: Path) -> None
     overlay.write_text(f"base_config: {base}\n")
     report = validate_file(str(overlay), Options(target_version="0.30.0"))
     (finding,) = [f for f in report.findings if f.code == "W301"]
-    assert finding.file == str(overlay) and finding.line == 0
+    assert finding.file == str(overlay) and (finding.line, finding.column) == (1, 1)  # its base_config: line
     assert f"(set in {base}:" in finding.message
     named = validate_file(str(base), Options(target_version="0.30.0"))
     assert [f.file for f in named.findings if f.code == "W301"] == [str(base)]
+
+
+def test_a_base_files_suppressions_count_wherever_it_is_reached_from(tmp_path: Path) -> None:
+    """An installed base's `# omni-deploy: ignore[W310]` silences its W310 for an overlay elsewhere
+    too (before, the finding moved to the overlay first and lost the comment)."""
+    silenced = BASE + "notes: from the package  # omni-deploy: ignore[W301]\n"
+    base = _installed_base(tmp_path, "")
+    base.write_text(silenced)
+    overlay = tmp_path / "mine.yaml"
+    overlay.write_text(f"base_config: {base}\n")
+    report = validate_file(str(overlay), Options(target_version="0.30.0"))
+    assert [f for f in report.findings if f.code == "W301"] == []
+    unsilenced = BASE + "notes: from the package\n"
+    base.write_text(unsilenced)
+    report = validate_file(str(overlay), Options(target_version="0.30.0"))
+    assert [(f.file, f.line, f.column) for f in report.findings if f.code == "W301"] == [(str(overlay), 1, 1)]
