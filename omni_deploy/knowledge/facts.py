@@ -210,6 +210,8 @@ def _stages(call: ast.Call) -> dict[str, Any] | None:
         return None
     stages: dict[str, str] = {}
     producer = processor = False
+    sources: dict[int, list[int]] = {}
+    producers: set[int] = set()
     for item in stages_node.elts:
         if not isinstance(item, ast.Call):
             return None
@@ -218,9 +220,27 @@ def _stages(call: ast.Call) -> dict[str, Any] | None:
         if not isinstance(sid, ast.Constant) or not isinstance(sid.value, int):
             return None
         stages[str(sid.value)] = kind.attr.lower() if isinstance(kind, ast.Attribute) else "llm_ar"
-        producer = producer or _keyword(item, "async_chunk_process_next_stage_input_func") is not None
+        has_async = _keyword(item, "async_chunk_process_next_stage_input_func") is not None
+        producer = producer or has_async
+        if has_async:
+            producers.add(sid.value)
         processor = processor or _keyword(item, "custom_process_next_stage_input_func") is not None
-    return {"stages": stages, "async_chunk_producer": producer, "next_stage_processor": processor}
+        inputs = _keyword(item, "input_sources")
+        if isinstance(inputs, (ast.Tuple, ast.List)):
+            sources[sid.value] = [
+                e.value for e in inputs.elts if isinstance(e, ast.Constant) and isinstance(e.value, int)
+            ]
+    shape: dict[str, Any] = {
+        "stages": stages,
+        "async_chunk_producer": producer,
+        "next_stage_processor": processor,
+    }
+    # Edges whose producer has an async-chunk function: both ends must resolve the same
+    # async_chunk mode where the release validates it (async_chunk_edge_mismatch).
+    async_edges = [[src, dst] for dst, srcs in sorted(sources.items()) for src in srcs if src in producers]
+    if async_edges:
+        shape["async_chunk_edges"] = async_edges
+    return shape
 
 
 def module_path(root: Path, module: str) -> Path | None:

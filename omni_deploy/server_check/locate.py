@@ -77,7 +77,11 @@ def _path(parts: list[Hashable], config: Map) -> str:
 
 
 # Messages that name a setting in words rather than by its key.
-_PHRASES = {"Model Runner V2": "model_runner", "async_chunk=True": "async_chunk"}
+_PHRASES = {
+    "Model Runner V2": "model_runner",
+    "async_chunk=True": "async_chunk",
+    "Native AR-to-DiT KV transfer": "kv_transfer_config",  # config/omni_config.py:339-340
+}
 
 
 def _names(refusal: Refusal) -> list[str]:

@@ -1,11 +1,13 @@
 """Values the target's typed config refuses at start-up (vllm-omni builds it before any engine):
-a stage's step budget below its sequences, no weight-loading threads. Each rule is read from the
+a stage's step budget below its sequences, no weight-loading threads, async_chunk differing on an
+edge, KV transfer with async_chunk, an empty VAD model path. Each rule is read from the
 release's own code (knowledge/facts.py) and applies only where start-up builds the typed config."""
 
 from __future__ import annotations
 
 from omni_deploy import codes, jsonpath
-from omni_deploy.config.nodes import Node, Scalar, to_plain
+from omni_deploy.config.nodes import Map, Node, Scalar, to_plain
+from omni_deploy.config.platform import PlatformApplied
 from omni_deploy.validate.context import Context
 from omni_deploy.validate.findings import Finding, at
 from omni_deploy.validate.rules import emits
@@ -23,7 +25,11 @@ def check_typed_values(ctx: Context) -> list[Finding]:
     E319:
         What it does: where the target builds the typed config at start-up (0.30.0), reports a stage
             whose max_num_batched_tokens is below its max_num_seqs (at both; OmniStageSchedulerConfig,
-            config/omni_config.py:603-608) and a num_weight_load_threads below 1 (:518), per platform.
+            config/omni_config.py:603-608) and a num_weight_load_threads below 1 (:518), per platform;
+            async_chunk modes that differ on the two ends of an async-chunk edge, a platform section's
+            included (config/stage_config.py:942-957); kv_transfer_config on a stage while async_chunk
+            is on (config/omni_config.py:337-340); an empty duplex_session.server_vad_model_path
+            (config/stage_config.py:559-562).
         Why: the typed config raises a ValueError before any engine starts.
         Fails:
             base_config: minicpmo_4_5_turn.yaml
@@ -70,7 +76,60 @@ def check_typed_values(ctx: Context) -> list[Finding]:
                     f"on {{platform}} ({threads_at})"
                 )
                 add(threads_node, f"{where}.num_weight_load_threads", said, platform)
+    for platform, applied in ctx.applied.items():
+        for node, path, message in _deploy_refusals(ctx, applied):
+            add(node, path, message, platform)
     return [_on(finding, platforms) for finding, platforms in found.values()]
+
+
+def _flag(node: Node | None, default: bool | None) -> bool | None:
+    return node.value if isinstance(node, Scalar) and isinstance(node.value, bool) else default
+
+
+def _deploy_refusals(ctx: Context, applied: PlatformApplied) -> list[tuple[Node | None, str, str]]:
+    """The deploy-level refusals of the typed config on one platform's view: async_chunk modes that
+    differ on an async-chunk edge, kv_transfer_config with async_chunk, an empty
+    server_vad_model_path."""
+    from omni_deploy.validate.check_pipeline import target_pipeline
+
+    reads = ctx.target_reads
+    out: list[tuple[Node | None, str, str]] = []
+    top_node = applied.config.get("async_chunk")
+    top = _flag(top_node, True)  # DeployConfig.async_chunk defaults to true
+    by_id = {to_plain(s.get("stage_id")): s for s in applied.stages}
+    mismatch_at = reads.fact("async_chunk_edge_mismatch")
+    _, entry = target_pipeline(ctx)
+    for src, dst in (entry or {}).get("async_chunk_edges", []) if mismatch_at else []:
+        ends = [by_id.get(src), by_id.get(dst)]
+        modes = [bool(top) and (s is None or _flag(s.get("async_chunk"), None) is not False) for s in ends]
+        if modes[0] != modes[1]:
+            for sid, stage in zip((src, dst), ends, strict=True):
+                node = stage.get("async_chunk") if stage is not None else None
+                if node is not None:
+                    out.append((node, f"{jsonpath.stage(sid)}.async_chunk",
+                                f"async_chunk differs on the two ends of the async-chunk edge {src} -> {dst}: the "
+                                f"typed config refuses it at start-up on {{platform}} ({mismatch_at})"))  # fmt: skip
+    kv_at = reads.fact("kv_transfer_with_async_chunk")
+    if kv_at and top:
+        for stage in applied.stages:
+            extras = stage.get("engine_extras")
+            holder = stage if "kv_transfer_config" in stage else extras
+            entry_ = holder.entries.get("kv_transfer_config") if isinstance(holder, Map) else None
+            node = entry_.node if entry_ is not None else None
+            if entry_ is not None and not (isinstance(node, Scalar) and not node.value):
+                sid = to_plain(stage.get("stage_id"))
+                # At the key: a mapping's own position is its first entry's line.
+                out.append((Scalar(None, entry_.key_origin), f"{jsonpath.stage(sid)}.kv_transfer_config",
+                            f"kv_transfer_config with async_chunk on: the typed config refuses it at start-up on "
+                            f"{{platform}} (\"Native AR-to-DiT KV transfer requires async_chunk=False\", {kv_at})"))  # fmt: skip
+    vad_at = reads.fact("server_vad_path_nonempty")
+    duplex = ctx.deployment.config.get("duplex_session")
+    vad = duplex.get("server_vad_model_path") if isinstance(duplex, Map) else None
+    if vad_at and isinstance(vad, Scalar) and vad.value is not None and not str(vad.value).strip():
+        out.append((vad, "$.duplex_session.server_vad_model_path",
+                    f"an empty server_vad_model_path is refused at start-up on {{platform}} ({vad_at}); "
+                    "use null for none"))  # fmt: skip
+    return out
 
 
 def _on(finding: Finding, platforms: list[str]) -> Finding:
