@@ -108,6 +108,14 @@ FACTS = (
          "the typed config refuses an edge whose two stages set different async_chunk modes"),
     Fact("server_vad_path_nonempty", ("vllm_omni/config/stage_config.py",), r"if self\.server_vad_model_path is not None and",
          "an empty server_vad_model_path is refused"),
+    # Diffusion stages: the typed config's own path (issue 31).
+    Fact("diffusion_shared_only", ("vllm_omni/config/omni_config.py",), r"^_DIFFUSION_SHARED_ONLY_ENGINE_FIELDS = frozenset\(",
+         "a diffusion stage refuses the shared engine fields seed and kv_cache_dtype"),
+    Fact("diffusion_unknown_field", ("vllm_omni/diffusion/data.py",), r"Unknown diffusion config field\(s\)",
+         "a diffusion stage refuses a key its diffusion config does not own (enable_lora, a typo)"),
+    Fact("vae_parallel_mode_values", ("vllm_omni/config/omni_config.py",),
+         r'if self\.vae_parallel_mode not in \{"tile", "spatial_shard_height", "spatial_shard_width"\}',
+         "a diffusion stage's vae_parallel_mode must be tile, spatial_shard_height or spatial_shard_width"),
     # Connector set-up (the 1->2 edge Code2Wav reads).
     Fact("output_connector_first", (_CONNECTOR_INIT,), r'for output_key, conn_ref in stage_config\.get\("output_connectors"',
          "a sender's output_connectors are registered before the receiver's input_connectors: the first connector for an edge wins"),

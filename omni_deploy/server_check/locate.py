@@ -160,6 +160,7 @@ _SETTING_HOLDERS = (
     ("stages", int, "engine_args"),
     ("stages", int, "engine_extras"),
     ("stages", int, "runtime"),
+    ("stages", int, "parallel_config"),
     ("stages", int, "input_connectors"),
     ("stages", int, "output_connectors"),
     ("connectors", str),

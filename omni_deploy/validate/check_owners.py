@@ -9,10 +9,14 @@ engine argument. What it checks is each stage's deploy fields that are set and i
 (the keys vllm-omni does not recognise fall there), after the platform is applied; the owned
 sets come from vLLM's own config classes and are stored per release in
 knowledge/typed_config_owners.json (generated in the vllm tier). Diffusion stages are checked by
-another path upstream (the server check decides them).
+another path upstream: a shared-only engine field (seed, kv_cache_dtype) or a key the diffusion
+config does not own (enable_lora, a typo) is refused there (config/omni_config.py:1430-1436,
+diffusion/data.py:199), reported as E315 too.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from omni_deploy import codes, jsonpath
 from omni_deploy.config.nodes import Map, Origin, Scalar, to_plain
@@ -46,7 +50,8 @@ def check_stage_owners(ctx: Context) -> list[Finding]:
     E315:
         What it does: for a target whose start-up builds a typed config (0.30.0), checks every key of
             each LLM stage (after the platform section) against the fields that config owns for the
-            stage's execution type, from the release's own code.
+            stage's execution type, from the release's own code; on a diffusion stage, the shared
+            engine fields it refuses (seed, kv_cache_dtype) and the keys its diffusion config lacks.
         Why: that release refuses to start on a stage key no structured config owns ("explicit engine
             argument(s) with no structured config owner"), minutes into a launch.
         Fails:
@@ -67,22 +72,18 @@ def check_stage_owners(ctx: Context) -> list[Finding]:
     name, _ = target_pipeline(ctx)
     legacy = set(owners["legacy_metadata_extras"])
     found: dict[tuple[str, int, str], tuple[Origin, str, list[str], str]] = {}
+    diffusion: dict[tuple[str, int, str], tuple[Origin, str, list[str], str]] = {}
     for platform, view in ctx.applied.items():
         for stage in view.stages:
             sid = to_plain(stage.get("stage_id"))
             kind = stages.get(sid) if isinstance(sid, int) else None
+            if kind == "diffusion":
+                _note_diffusion(diffusion, _diffusion_refused(ctx, stage, owners, legacy), str(sid), platform)
             if kind not in _LLM:
                 continue
-            owned = set(owners["owned"][kind])
-            parallel_names = set(owners["parallel_config"][kind])
-            for key, (origin, node) in _checked(stage, legacy).items():
-                unowned = [(key, origin)] if key not in owned else []
-                if key == "parallel_config" and node is not None:
-                    unowned += [(f"parallel_config.{k}", e.key_origin) for k, e in node.entries.items()
-                                if str(k) not in parallel_names]  # fmt: skip
-                for field, where in unowned:
-                    spot = found.setdefault((where.file, where.line, field), (where, str(sid), [], kind))
-                    spot[2].append(platform)
+            for field, where in _unowned(stage, owners, kind, legacy):
+                spot = found.setdefault((where.file, where.line, field), (where, str(sid), [], kind))
+                spot[2].append(platform)
     out = []
     for (_, _, field), (origin, sid, platforms, kind) in sorted(found.items()):
         message = (
@@ -93,6 +94,64 @@ def check_stage_owners(ctx: Context) -> list[Finding]:
         )
         path = jsonpath.join(field.split("."), jsonpath.stage(int(sid)))
         out.append(at(origin, ctx.file, codes.E315, path, message, _hint(field, ctx)))
+    for (_, _, field), (origin, sid, platforms, why) in sorted(diffusion.items()):
+        message = (
+            f"vllm-omni {ctx.target_reads.version} refuses '{field}' on diffusion stage {sid} of {name} on "
+            f"{', '.join(platforms)}: {why}"
+        )
+        out.append(at(origin, ctx.file, codes.E315, jsonpath.child(jsonpath.stage(int(sid)), field), message))
+    return out
+
+
+# The shared engine fields a diffusion stage refuses (vllm-omni 0.30.0
+# config/omni_config.py:103, _DIFFUSION_SHARED_ONLY_ENGINE_FIELDS; knowledge fact diffusion_shared_only).
+_DIFFUSION_SHARED_ONLY = frozenset({"kv_cache_dtype", "seed"})
+
+
+def _unowned(stage: Map, owners: dict[str, Any], kind: str, legacy: set[str]) -> list[tuple[str, Origin]]:
+    """(key, where) of an LLM stage's keys (and parallel_config names) its typed config does not own."""
+    owned = set(owners["owned"][kind])
+    parallel_names = set(owners["parallel_config"][kind])
+    out = []
+    for key, (origin, node) in _checked(stage, legacy).items():
+        if key not in owned:
+            out.append((key, origin))
+        if key == "parallel_config" and node is not None:
+            out += [
+                (f"parallel_config.{k}", e.key_origin)
+                for k, e in node.entries.items()
+                if str(k) not in parallel_names
+            ]
+    return out
+
+
+def _note_diffusion(
+    found: dict[tuple[str, int, str], tuple[Origin, str, list[str], str]],
+    refused: list[tuple[str, Origin, str]],
+    sid: str,
+    platform: str,
+) -> None:
+    for field, where, why in refused:
+        found.setdefault((where.file, where.line, field), (where, sid, [], why))[2].append(platform)
+
+
+def _diffusion_refused(
+    ctx: Context, stage: Map, owners: dict[str, Any], legacy: set[str]
+) -> list[tuple[str, Origin, str]]:
+    """(key, where, why) for each key a diffusion stage's typed config path refuses: a shared-only
+    engine field (config/omni_config.py:1430-1436), else a key its diffusion config does not own
+    (diffusion/data.py:199)."""
+    reads = ctx.target_reads
+    shared_at, unknown_at = reads.fact("diffusion_shared_only"), reads.fact("diffusion_unknown_field")
+    owned = set(owners["owned"].get("diffusion", ()))
+    out = []
+    for key, (origin, _) in _checked(stage, legacy).items():
+        if shared_at and key in _DIFFUSION_SHARED_ONLY:
+            why = (f"a diffusion stage cannot consume the shared engine field ({shared_at}); set it per "
+                   "request (sampling parameters) or use the diffusion-owned field")  # fmt: skip
+            out.append((key, origin, why))
+        elif unknown_at and owned and key not in owned:
+            out.append((key, origin, f"it is no field of the diffusion config ({unknown_at})"))
     return out
 
 

@@ -82,54 +82,103 @@ def check_typed_values(ctx: Context) -> list[Finding]:
     return [_on(finding, platforms) for finding, platforms in found.values()]
 
 
+# vllm-omni config/omni_config.py:736 (0.30.0; knowledge fact vae_parallel_mode_values).
+_VAE_MODES = ("tile", "spatial_shard_height", "spatial_shard_width")
+
+
 def _flag(node: Node | None, default: bool | None) -> bool | None:
     return node.value if isinstance(node, Scalar) and isinstance(node.value, bool) else default
 
 
-def _deploy_refusals(ctx: Context, applied: PlatformApplied) -> list[tuple[Node | None, str, str]]:
-    """The deploy-level refusals of the typed config on one platform's view: async_chunk modes that
-    differ on an async-chunk edge, kv_transfer_config with async_chunk, an empty
-    server_vad_model_path."""
+_Said = tuple[Node | None, str, str]
+
+
+def _deploy_refusals(ctx: Context, applied: PlatformApplied) -> list[_Said]:
+    """The deploy-level refusals of the typed config on one platform's view."""
+    return [*_async_edges(ctx, applied), *_kv_transfer(ctx, applied), *_vae_modes(ctx, applied), *_vad(ctx)]
+
+
+def _async_edges(ctx: Context, applied: PlatformApplied) -> list[_Said]:
+    """async_chunk modes that differ on the two ends of an async-chunk edge."""
     from omni_deploy.validate.check_pipeline import target_pipeline
 
-    reads = ctx.target_reads
-    out: list[tuple[Node | None, str, str]] = []
-    top_node = applied.config.get("async_chunk")
-    top = _flag(top_node, True)  # DeployConfig.async_chunk defaults to true
-    by_id = {to_plain(s.get("stage_id")): s for s in applied.stages}
-    mismatch_at = reads.fact("async_chunk_edge_mismatch")
+    mismatch_at = ctx.target_reads.fact("async_chunk_edge_mismatch")
     _, entry = target_pipeline(ctx)
-    for src, dst in (entry or {}).get("async_chunk_edges", []) if mismatch_at else []:
+    if not mismatch_at or not entry:
+        return []
+    top = _flag(applied.config.get("async_chunk"), True)  # DeployConfig.async_chunk defaults to true
+    by_id = {to_plain(s.get("stage_id")): s for s in applied.stages}
+    out: list[_Said] = []
+    for src, dst in entry.get("async_chunk_edges", []):
         ends = [by_id.get(src), by_id.get(dst)]
         modes = [bool(top) and (s is None or _flag(s.get("async_chunk"), None) is not False) for s in ends]
-        if modes[0] != modes[1]:
-            for sid, stage in zip((src, dst), ends, strict=True):
-                node = stage.get("async_chunk") if stage is not None else None
-                if node is not None:
-                    out.append((node, f"{jsonpath.stage(sid)}.async_chunk",
-                                f"async_chunk differs on the two ends of the async-chunk edge {src} -> {dst}: the "
-                                f"typed config refuses it at start-up on {{platform}} ({mismatch_at})"))  # fmt: skip
-    kv_at = reads.fact("kv_transfer_with_async_chunk")
-    if kv_at and top:
-        for stage in applied.stages:
-            extras = stage.get("engine_extras")
-            holder = stage if "kv_transfer_config" in stage else extras
-            entry_ = holder.entries.get("kv_transfer_config") if isinstance(holder, Map) else None
-            node = entry_.node if entry_ is not None else None
-            if entry_ is not None and not (isinstance(node, Scalar) and not node.value):
-                sid = to_plain(stage.get("stage_id"))
-                # At the key: a mapping's own position is its first entry's line.
-                out.append((Scalar(None, entry_.key_origin), f"{jsonpath.stage(sid)}.kv_transfer_config",
-                            f"kv_transfer_config with async_chunk on: the typed config refuses it at start-up on "
-                            f"{{platform}} (\"Native AR-to-DiT KV transfer requires async_chunk=False\", {kv_at})"))  # fmt: skip
-    vad_at = reads.fact("server_vad_path_nonempty")
+        if modes[0] == modes[1]:
+            continue
+        for sid, stage in zip((src, dst), ends, strict=True):
+            node = stage.get("async_chunk") if stage is not None else None
+            if node is not None:
+                out.append((node, f"{jsonpath.stage(sid)}.async_chunk",
+                            f"async_chunk differs on the two ends of the async-chunk edge {src} -> {dst}: the "
+                            f"typed config refuses it at start-up on {{platform}} ({mismatch_at})"))  # fmt: skip
+    return out
+
+
+def _kv_transfer(ctx: Context, applied: PlatformApplied) -> list[_Said]:
+    """kv_transfer_config on a stage while async_chunk is on."""
+    kv_at = ctx.target_reads.fact("kv_transfer_with_async_chunk")
+    if not kv_at or not _flag(applied.config.get("async_chunk"), True):
+        return []
+    out: list[_Said] = []
+    for stage in applied.stages:
+        extras = stage.get("engine_extras")
+        holder = stage if "kv_transfer_config" in stage else extras
+        entry = holder.entries.get("kv_transfer_config") if isinstance(holder, Map) else None
+        if entry is None or (isinstance(entry.node, Scalar) and not entry.node.value):
+            continue
+        sid = to_plain(stage.get("stage_id"))
+        # At the key: a mapping's own position is its first entry's line.
+        out.append((Scalar(None, entry.key_origin), f"{jsonpath.stage(sid)}.kv_transfer_config",
+                    "kv_transfer_config with async_chunk on: the typed config refuses it at start-up on "
+                    f'{{platform}} ("Native AR-to-DiT KV transfer requires async_chunk=False", {kv_at})'))  # fmt: skip
+    return out
+
+
+def _vae_modes(ctx: Context, applied: PlatformApplied) -> list[_Said]:
+    """A diffusion stage's vae_parallel_mode (flat or in parallel_config) outside the three modes."""
+    from omni_deploy.validate.check_pipeline import target_stages
+
+    vae_at = ctx.target_reads.fact("vae_parallel_mode_values")
+    kinds = (target_stages(ctx) or {}) if vae_at else {}
+    out: list[_Said] = []
+    for stage in applied.stages:
+        sid = to_plain(stage.get("stage_id"))
+        if not isinstance(sid, int) or kinds.get(sid) != "diffusion":
+            continue
+        extras = stage.get("engine_extras")
+        parallel = stage.get("parallel_config") or (
+            extras.get("parallel_config") if isinstance(extras, Map) else None
+        )
+        for holder, where in (
+            (stage, jsonpath.stage(sid)),
+            (parallel, f"{jsonpath.stage(sid)}.parallel_config"),
+        ):
+            mode = holder.get("vae_parallel_mode") if isinstance(holder, Map) else None
+            if isinstance(mode, Scalar) and mode.value not in _VAE_MODES:
+                out.append((mode, f"{where}.vae_parallel_mode",
+                            f"vae_parallel_mode {mode.value!r} is not one of {', '.join(_VAE_MODES)}: the typed "
+                            f"config refuses it at start-up on {{platform}} ({vae_at})"))  # fmt: skip
+    return out
+
+
+def _vad(ctx: Context) -> list[_Said]:
+    """An empty duplex_session.server_vad_model_path."""
+    vad_at = ctx.target_reads.fact("server_vad_path_nonempty")
     duplex = ctx.deployment.config.get("duplex_session")
     vad = duplex.get("server_vad_model_path") if isinstance(duplex, Map) else None
-    if vad_at and isinstance(vad, Scalar) and vad.value is not None and not str(vad.value).strip():
-        out.append((vad, "$.duplex_session.server_vad_model_path",
-                    f"an empty server_vad_model_path is refused at start-up on {{platform}} ({vad_at}); "
-                    "use null for none"))  # fmt: skip
-    return out
+    if not vad_at or not isinstance(vad, Scalar) or vad.value is None or str(vad.value).strip():
+        return []
+    return [(vad, "$.duplex_session.server_vad_model_path",
+             f"an empty server_vad_model_path is refused at start-up on {{platform}} ({vad_at}); use null for none")]  # fmt: skip
 
 
 def _on(finding: Finding, platforms: list[str]) -> Finding:

@@ -170,9 +170,18 @@ def validate_deployment(
 
 def _superseded(findings: list[Finding]) -> list[Finding]:
     """Without the "this version ignores it" warning (W310) on a stage key the target's typed
-    config refuses (E315): the refusal is what happens."""
+    config refuses (E315): the refusal is what happens; nor "passed on to vLLM" (W302) on a key a
+    diffusion stage refuses (it never reaches vLLM)."""
     refused = {(f.file, f.line, f.column) for f in findings if f.code == "E315"}
-    return [f for f in findings if not (f.code == "W310" and (f.file, f.line, f.column) in refused)]
+    diffusion = {
+        (f.file, f.line, f.column) for f in findings if f.code == "E315" and "diffusion stage" in f.message
+    }
+    return [
+        f
+        for f in findings
+        if not (f.code == "W310" and (f.file, f.line, f.column) in refused)
+        and not (f.code == "W302" and (f.file, f.line, f.column) in diffusion)
+    ]
 
 
 def _without_env_values(findings: list[Finding], values: dict[str, str]) -> list[Finding]:
