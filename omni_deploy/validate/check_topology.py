@@ -148,7 +148,7 @@ def check_stage_ids(ctx: Context) -> list[Finding]:
                         node.origin,
                         ctx.file,
                         codes.W322,
-                        where,
+                        f"{jsonpath.stage(value, path)}.stage_id",
                         f"{ctx.deployment.pipeline.name} in vllm-omni {ctx.target_reads.version} has no stage "
                         f"{value} (its stages: {roles}): vllm-omni ignores this entry"
                         + (
