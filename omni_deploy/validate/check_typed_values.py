@@ -29,8 +29,9 @@ def check_typed_values(ctx: Context) -> list[Finding]:
             async_chunk modes that differ on the two ends of an async-chunk edge, a platform section's
             included (config/stage_config.py:942-957); kv_transfer_config on a stage while async_chunk
             is on (config/omni_config.py:337-340); an empty duplex_session.server_vad_model_path
-            (config/stage_config.py:559-562).
-        Why: the typed config raises a ValueError before any engine starts.
+            (config/stage_config.py:559-562); a kv_cache_dtype or dtype name vLLM 0.30.0 does not
+            know (vllm/config/cache.py:39, vllm/config/model.py:2345).
+        Why: the typed config (or vLLM's model config, for dtype) raises before any engine starts.
         Fails:
             base_config: minicpmo_4_5_turn.yaml
             stages:
@@ -95,7 +96,53 @@ _Said = tuple[Node | None, str, str]
 
 def _deploy_refusals(ctx: Context, applied: PlatformApplied) -> list[_Said]:
     """The deploy-level refusals of the typed config on one platform's view."""
-    return [*_async_edges(ctx, applied), *_kv_transfer(ctx, applied), *_vae_modes(ctx, applied), *_vad(ctx)]
+    return [
+        *_async_edges(ctx, applied),
+        *_kv_transfer(ctx, applied),
+        *_vae_modes(ctx, applied),
+        *_vad(ctx),
+        *_dtype_names(ctx, applied),
+    ]
+
+
+# The names vLLM 0.30.0 (the vLLM vllm-omni 0.30.0 runs on) accepts: CacheDType
+# (vllm/config/cache.py:39, a Literal the typed config's OmniStageCacheConfig validates) and the
+# model dtypes (vllm/config/model.py:2238-2244, "Unknown dtype" at :2345).
+_VLLM_NAMES = {
+    "kv_cache_dtype": (
+        ("auto", "float16", "bfloat16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc", "fp8_ds_mla",
+         "nvfp4_ds_mla", "turboquant_k8v4", "turboquant_4bit_nc", "turboquant_k3v4_nc",
+         "turboquant_3bit_nc", "int4_per_token_head", "int8_per_token_head", "fp8_per_token_head",
+         "nvfp4", "nvfp4_4over6"),
+        "vllm/config/cache.py:39",
+    ),
+    "dtype": (("auto", "half", "float16", "float", "float32", "bfloat16"), "vllm/config/model.py:2345"),
+}  # fmt: skip
+
+
+def _dtype_names(ctx: Context, applied: PlatformApplied) -> list[_Said]:
+    """A kv_cache_dtype or dtype name vLLM does not know, on an LLM stage (a diffusion stage refuses
+    kv_cache_dtype outright: E315). Only for the release whose vLLM these names are read from."""
+    from omni_deploy.knowledge.versions import major_minor
+    from omni_deploy.validate.check_pipeline import target_stages
+
+    if major_minor(ctx.target_reads.basis) != (0, 30) or not ctx.target_reads.fact("typed_config_at_startup"):
+        return []
+    kinds = target_stages(ctx) or {}
+    out: list[_Said] = []
+    for stage in applied.stages:
+        sid = to_plain(stage.get("stage_id"))
+        if isinstance(sid, int) and kinds.get(sid) == "diffusion":
+            continue
+        extras = stage.get("engine_extras")
+        for key, (names, at_line) in _VLLM_NAMES.items():
+            node = stage.get(key) or (extras.get(key) if isinstance(extras, Map) else None)
+            value = node.value if isinstance(node, Scalar) else None
+            if isinstance(value, str) and value.lower() not in names:
+                out.append((node, f"{jsonpath.stage(sid)}.{key}",
+                            f"{key} {value!r} is not a name vLLM knows ({', '.join(names)}): refused at "
+                            f"start-up on {{platform}} ({at_line})"))  # fmt: skip
+    return out
 
 
 def _async_edges(ctx: Context, applied: PlatformApplied) -> list[_Said]:
