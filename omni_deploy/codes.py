@@ -107,6 +107,7 @@ E334 = _declare("E334", ERROR, "wired connector without name: the connector set-
 E335 = _declare("E335", ERROR, "connector set-up failure (an edge's two connector classes differ, a wired extra: null): the server starts with no connector config", _V + "connector_setup.yaml")
 W333 = _declare("W333", WARNING, "connector wiring key not of the form from_stage_N / to_stage_N", _V + "connector_wiring.yaml")
 W340 = _declare("W340", WARNING, "an overlay mapping replaces the base's whole, dropping keys", _V + "shallow_replace.yaml")
+W341 = _declare("W341", WARNING, "a flat stage key that the same stage's engine_args.KEY overrides: never read", _V + "flat_key_shadowed.yaml")
 # Capacity: GPU memory, KV budgets, MiniCPM-o batch coherence.
 E350 = _declare("E350", ERROR, "stages sharing a device ask for more than all of its memory", _V + "memory_over.yaml")
 W351 = _declare("W351", WARNING, "stages sharing a device leave less than 5 % of its memory", _V + "memory_tight.yaml")

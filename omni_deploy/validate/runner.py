@@ -29,6 +29,7 @@ from omni_deploy.validate.check_owners import check_stage_owners
 from omni_deploy.validate.check_pipeline import check_async_chunk, check_pipeline_release
 from omni_deploy.validate.check_platform import check_platform_readers, check_platform_rules
 from omni_deploy.validate.check_server import check_server, run_server_check
+from omni_deploy.validate.check_shadowed import check_shadowed_flat_keys
 from omni_deploy.validate.check_topology import (
     check_connectors,
     check_platform_entries,
@@ -49,6 +50,7 @@ CHECKS: list[Callable[[Context], list[Finding]]] = [
     check_connectors,
     check_connector_setup,
     check_replaced_mappings,
+    check_shadowed_flat_keys,
     check_gpu_memory,
     check_minicpmo_capacity,
     check_batched_tokens,
