@@ -32,8 +32,7 @@ def check_shadowed_flat_keys(ctx: Context) -> list[Finding]:
             base_config: minicpmo_4_5_turn.yaml
             stages:
               - stage_id: 2
-                engine_args:
-                  max_num_seqs: 8
+                max_num_seqs: 8
     """
     wins_at = ctx.target_reads.fact("engine_args_win")
     if not wins_at:
