@@ -116,6 +116,8 @@ FACTS = (
     Fact("vae_parallel_mode_values", ("vllm_omni/config/omni_config.py",),
          r'if self\.vae_parallel_mode not in \{"tile", "spatial_shard_height", "spatial_shard_width"\}',
          "a diffusion stage's vae_parallel_mode must be tile, spatial_shard_height or spatial_shard_width"),
+    Fact("hsdp_auto_shard_refusal", ("vllm_omni/config/omni_config.py",), r"Cannot auto-calculate hsdp_shard_size",
+         "a diffusion stage with use_hsdp, hsdp_shard_size -1 (the default) and no other parallelism is refused"),
     Fact("engine_args_win", ("vllm_omni/config/stage_config.py",), r'if "engine_args" in stage_data:',
          "a stage's engine_args are applied over its flat keys: engine_args.K wins over a flat K"),
     # Connector set-up (the 1->2 edge Code2Wav reads).

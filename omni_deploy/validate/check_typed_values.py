@@ -30,7 +30,8 @@ def check_typed_values(ctx: Context) -> list[Finding]:
             included (config/stage_config.py:942-957); kv_transfer_config on a stage while async_chunk
             is on (config/omni_config.py:337-340); an empty duplex_session.server_vad_model_path
             (config/stage_config.py:559-562); a kv_cache_dtype or dtype name vLLM 0.30.0 does not
-            know (vllm/config/cache.py:39, vllm/config/model.py:2345).
+            know (vllm/config/cache.py:39, vllm/config/model.py:2345); a diffusion stage's use_hsdp
+            with hsdp_shard_size -1 and no other parallelism (config/omni_config.py:761-763).
         Why: the typed config (or vLLM's model config, for dtype) raises before any engine starts.
         Fails:
             base_config: minicpmo_4_5_turn.yaml
@@ -102,6 +103,7 @@ def _deploy_refusals(ctx: Context, applied: PlatformApplied) -> list[_Said]:
         *_vae_modes(ctx, applied),
         *_vad(ctx),
         *_dtype_names(ctx, applied),
+        *_hsdp(ctx, applied),
     ]
 
 
@@ -214,6 +216,75 @@ def _vae_modes(ctx: Context, applied: PlatformApplied) -> list[_Said]:
                 out.append((mode, f"{where}.vae_parallel_mode",
                             f"vae_parallel_mode {mode.value!r} is not one of {', '.join(_VAE_MODES)}: the typed "
                             f"config refuses it at start-up on {{platform}} ({vae_at})"))  # fmt: skip
+    return out
+
+
+def _parallel_value(stage: Map, parallel: Map | None, key: str, default: object) -> object:
+    """A diffusion parallel setting: the stage's parallel_config, else the flat key, else its default."""
+    for holder in (parallel, stage, stage.get("engine_extras")):
+        node = holder.get(key) if isinstance(holder, Map) else None
+        if isinstance(node, Scalar) and node.value is not None:
+            return node.value
+    return default
+
+
+def _hsdp(ctx: Context, applied: PlatformApplied) -> list[_Said]:
+    """use_hsdp with hsdp_shard_size -1 (its default) on a diffusion stage with no other parallelism:
+    the shard size cannot be derived (an overlay's parallel_config replacing its base's whole one
+    drops an explicit hsdp_shard_size this way)."""
+    from omni_deploy.validate.check_pipeline import target_stages
+
+    hsdp_at = ctx.target_reads.fact("hsdp_auto_shard_refusal")
+    if not hsdp_at or not ctx.target_reads.fact("typed_config_at_startup"):
+        return []
+    kinds = target_stages(ctx) or {}
+    out: list[_Said] = []
+    for stage in applied.stages:
+        sid = to_plain(stage.get("stage_id"))
+        if not isinstance(sid, int) or kinds.get(sid) != "diffusion":
+            continue
+        extras = stage.get("engine_extras")
+        parallel = stage.get("parallel_config") or (
+            extras.get("parallel_config") if isinstance(extras, Map) else None
+        )
+        parallel = parallel if isinstance(parallel, Map) else None
+        use = parallel.get("use_hsdp") if parallel is not None else None
+        if not (isinstance(use, Scalar) and use.value is True):
+            continue
+        if parallel is not None and _hsdp_cannot_shard(stage, parallel):
+            out.append((use, f"{jsonpath.stage(sid)}.parallel_config.use_hsdp",
+                        "use_hsdp with hsdp_shard_size -1 (the default) and no other parallelism: the shard size "
+                        f"cannot be derived, refused at start-up on {{platform}} ({hsdp_at}); set hsdp_shard_size "
+                        "(an overlay's parallel_config replaces its base's whole one)"))  # fmt: skip
+    return out
+
+
+def _hsdp_cannot_shard(stage: Map, parallel: Map) -> bool:
+    """hsdp_shard_size -1 with every other parallel size 1 (omni_config.py:745-763's arithmetic)."""
+
+    def value(key: str, default: object = 1) -> object:
+        return _parallel_value(stage, parallel, key, default)
+
+    allgather = value("allgather_degree")
+    sp = (
+        allgather
+        if isinstance(allgather, int) and allgather > 1
+        else _product(value("ulysses_degree"), value("ring_degree"))
+    )
+    sizes = [value(k) for k in ("pipeline_parallel_size", "data_parallel_size", "tensor_parallel_size")]
+    return (
+        value("hsdp_shard_size", -1) == -1
+        and _product(sp, *sizes, value("cfg_parallel_size")) == 1
+        and not value("enable_expert_parallel", False)
+    )
+
+
+def _product(*values: object) -> int | None:
+    out = 1
+    for value in values:
+        if not isinstance(value, int) or isinstance(value, bool):
+            return None
+        out *= value
     return out
 
 
