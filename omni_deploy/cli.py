@@ -44,7 +44,8 @@ EXIT_CODES: dict[str, int] = {
     "omni_deploy.errors.ProcessExited": EXIT_PROCESS,
     "omni_deploy.errors.ReadinessTimeout": EXIT_READY_TIMEOUT,
     "omni_deploy.errors.Interrupted": EXIT_INTERRUPTED,
-    "omni_deploy.errors.UsageProblem": EXIT_USAGE,  # PlanError, K8sOptionError, ProjectSettingsError, ...
+    "omni_deploy.errors.UsageProblem": EXIT_USAGE,
+    "omni_deploy.patterns.BadPattern": EXIT_USAGE,  # PlanError, K8sOptionError, ProjectSettingsError, ...
     "omni_deploy.errors.OmniDeployError": EXIT_FINDINGS,  # ConfigError, RunDirError, PlanError, ...
     "omni_deploy.speaker.onnx_file.SpeakerModelError": EXIT_FINDINGS,
     "omni_deploy.speaker.inputs.AudioError": EXIT_FINDINGS,

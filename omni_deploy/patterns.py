@@ -14,14 +14,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
-from omni_deploy.errors import UsageProblem
-
 MAX_PATTERN = 1024  # characters of one pattern
 MAX_PATTERNS = 1000  # patterns one setting may list
 
 
-class BadPattern(UsageProblem):
-    """A glob pattern that is malformed or too long (exit 2)."""
+class BadPattern(ValueError):
+    """A glob pattern that is malformed or too long (a usage error: exit 2, cli.EXIT_CODES)."""
 
 
 @dataclass(frozen=True)
@@ -66,11 +64,8 @@ def _class(pattern: str, start: int) -> tuple[_Class, int]:
 
 
 def shown(pattern: str, limit: int = 80) -> str:
-    """The pattern for a message: quoted, cut, with control characters escaped."""
-    from omni_deploy.output.frames import visible
-
-    text = pattern if len(pattern) <= limit else pattern[:limit] + "..."
-    return repr(visible(text))
+    """The pattern for a message: quoted, cut, control characters escaped (by repr)."""
+    return repr(pattern if len(pattern) <= limit else pattern[:limit] + "...")
 
 
 @lru_cache(maxsize=4096)

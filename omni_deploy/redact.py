@@ -184,6 +184,53 @@ def env_shown_data(data: Any, values: Mapping[str, str]) -> Any:
 
 # --- the last line of defence: everything omni-deploy writes to stdout and stderr ---------------
 
+# --- secrets known by their shape ---------------------------------------------------------------
+
+# Token formats of the services an operator of this tool holds keys for, and private-key blocks:
+# hidden wherever they occur in what we print, whatever variable (if any) they came from. A file
+# named by mistake (base_config: ~/.cache/huggingface/token) must not be echoed whole.
+_SHAPES = re.compile(
+    r"\bhf_[A-Za-z0-9]{16,}"
+    r"|\bgh[pousr]_[A-Za-z0-9]{20,}|\bgithub_pat_[A-Za-z0-9_]{20,}"
+    r"|\bglpat-[A-Za-z0-9_-]{16,}"
+    r"|\bsk-(?:proj-|ant-)?[A-Za-z0-9_-]{20,}"
+    r"|\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"
+    r"|\bxox[abprs]-[A-Za-z0-9-]{10,}"
+    r"|\beyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}"  # a JWT
+    r"|-----BEGIN [A-Z ]*PRIVATE KEY-----"
+)
+# `key: value` / `"key": "value"` / `key=value` where the key is a secret's name (a segment
+# token, secret, password, auth, api key, credential(s): `hf_token`, `"auth"`, not `max_tokens`).
+_SECRET_PAIR = re.compile(
+    r"""(?ix)
+    (?P<key>["']?(?:[a-z0-9]+[_.-])*(?:token|secret|password|passwd|pass|auth|api[_-]?key|apikey
+        |credentials?|private[_-]?key|access[_-]?key)["']?)
+    (?P<sep>[ \t]*[:=][ \t]*)
+    (?P<value>"[^"\n]*"|'[^'\n]*'|[^\s,}\]]+)
+    """
+)
+
+
+def scrub_shapes(text: str) -> str:
+    """`text` with every token-shaped value (hf_..., ghp_..., AKIA..., a private key) hidden."""
+    if not text:
+        return text
+    return _SHAPES.sub(REDACTED, text)
+
+
+def redact_line(line: str) -> str:
+    """A line of a file for a code frame: token shapes hidden, and the value of every pair whose
+    key names a secret (`token: x`, `"auth": "..."`, `PASSWORD=x`)."""
+
+    def hide(match: re.Match[str]) -> str:
+        value = match.group("value")
+        if value.startswith("${") or not counts_as_secret(value.strip("\"'")):
+            return match.group(0)  # an ${oc.env:...} expression is shown as itself
+        return match.group("key") + match.group("sep") + REDACTED
+
+    return _SECRET_PAIR.sub(hide, scrub_shapes(line))
+
+
 _registered: list[str] = []
 
 
@@ -207,7 +254,7 @@ class _ScrubbingBinary(io.RawIOBase):
     def write(self, data: Any) -> int:
         raw = bytes(data)
         text = raw.decode("utf-8", "surrogateescape")
-        self._inner.write(scrub(text, current_secrets()).encode("utf-8", "surrogateescape"))
+        self._inner.write(scrub_shapes(scrub(text, current_secrets())).encode("utf-8", "surrogateescape"))
         return len(raw)
 
     def flush(self) -> None:
@@ -230,7 +277,7 @@ class _ScrubbingText(io.TextIOBase):
     def write(self, text: Any) -> int:
         if not isinstance(text, str):
             return int(self._inner.write(text))  # bytes: the wrapped stream says TypeError, as it should
-        self._inner.write(scrub(text, current_secrets()))
+        self._inner.write(scrub_shapes(scrub(text, current_secrets())))
         return len(text)
 
     def writable(self) -> bool:
