@@ -134,7 +134,9 @@ def _block(depth: int, leaf: str = "x: 1") -> str:
     return "".join("  " * i + f"k{i}:\n" for i in range(depth)) + "  " * depth + leaf + "\n"
 
 
-_HELPERS: dict[str, Any] = {"nest": _nest, "block": _block, "str": str, "range": range, "len": len}
+_HELPERS: dict[str, Any] = {
+    "nest": _nest, "block": _block, "str": str, "range": range, "len": len, "bytes": bytes,
+}  # fmt: skip
 
 
 def build(scratch: Scratch, entries: list[dict[str, Any]]) -> None:
@@ -571,7 +573,38 @@ def _out_max_bytes(arg: Any, outcome: Outcome) -> str | None:
     return None if size <= int(str(arg)) else f"printed {size} bytes (limit {arg})"
 
 
+def _file_is(arg: Any, outcome: Outcome) -> str | None:
+    """A file the case wrote: its exact bytes (`text`, UTF-8, or `py`), and owner (uid:gid) and mode."""
+    path = outcome.out_path.parent / arg["path"]
+    info = os.lstat(path)
+    if "owner" in arg and f"{info.st_uid}:{info.st_gid}" != str(arg["owner"]):
+        return f"{arg['path']} is owned by {info.st_uid}:{info.st_gid}, not {arg['owner']}"
+    if "mode" in arg and stat.S_IMODE(info.st_mode) != int(str(arg["mode"]), 8):
+        return f"{arg['path']} has mode {oct(stat.S_IMODE(info.st_mode))}, not {arg['mode']}"
+    want = _expected_bytes(arg)
+    if want is not None and path.read_bytes() != want:
+        return f"{arg['path']} holds {path.read_bytes()[:300]!r}, not {want[:300]!r}"
+    return None
+
+
+def _stdout_is(arg: Any, outcome: Outcome) -> str | None:
+    """stdout's exact bytes (`text` as UTF-8, or `py`)."""
+    got, want = outcome.out_path.read_bytes(), _expected_bytes(arg)
+    return None if got == want else f"stdout is {got[:300]!r}, not {want[:300]!r}"
+
+
+def _expected_bytes(arg: dict[str, Any]) -> bytes | None:
+    if "py" in arg:
+        value = eval(arg["py"], {"__builtins__": {}, **_HELPERS})
+        return value.encode("utf-8", "surrogatepass") if isinstance(value, str) else bytes(value)
+    if "text" in arg:
+        return str(arg["text"]).replace("{root}", str(ROOT)).encode("utf-8", "surrogatepass")
+    return None
+
+
 _CHECKS: dict[str, Callable[[Any, Outcome], str | None]] = {
+    "file_is": _file_is,
+    "stdout_is": _stdout_is,
     "xml": _xml,
     "json": _json,
     "no_control": _no_control,
