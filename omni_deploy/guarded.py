@@ -22,14 +22,10 @@ Every refusal is one exception, `Refused`, whose `kind` the callers map to their
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 import select
-import signal
 import stat
-import subprocess
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -388,55 +384,18 @@ class Captured:
 
 
 def capture(argv: Sequence[str], *, timeout: float = 10.0, limit: int = 256 * 1024) -> Captured:
-    """Run a program we only ask a question (nvidia-smi), reading at most `limit` bytes of each
-    stream for at most `timeout` seconds; past either, its whole process group is killed."""
-    proc = subprocess.Popen(
-        list(argv),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        start_new_session=True,  # its children too: a `sleep &` holding the pipe is killed with it
+    """Run a program we only ask a question (nvidia-smi, the version probe), reading at most
+    `limit` bytes of each stream for at most `timeout` seconds (omni_deploy/children.py): its
+    whole process group, and what it forked, is ended however it ends."""
+    from omni_deploy import children
+
+    ran = children.run(list(argv), timeout=timeout, max_bytes=limit, max_lines=limit, tail=limit)
+    return Captured(
+        ran.returncode,
+        ran.stdout.decode("utf-8", "replace"),
+        ran.stderr_tail.decode("utf-8", "replace"),
+        ran.why_stopped,
     )
-    assert proc.stdout is not None and proc.stderr is not None
-    out_fd, err_fd = proc.stdout.fileno(), proc.stderr.fileno()
-    streams = {out_fd: bytearray(), err_fd: bytearray()}
-    open_fds = set(streams)
-    deadline = time.monotonic() + timeout
-    why: str | None = None
-    try:
-        while open_fds:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                why = f"timed out after {timeout:g} s"
-                break
-            ready, _, _ = select.select(list(open_fds), [], [], left)
-            for fd in ready:
-                chunk = os.read(fd, 65536)
-                if not chunk:
-                    open_fds.discard(fd)
-                    continue
-                streams[fd] += chunk
-                if len(streams[fd]) > limit:
-                    why = f"printed more than {limit} bytes"
-            if why:
-                break
-    finally:
-        if why is not None:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(proc.pid, signal.SIGKILL)
-        proc.stdout.close()
-        proc.stderr.close()
-        try:
-            code: int | None = proc.wait(timeout=max(0.1, deadline - time.monotonic()) if why is None else 5)
-        except subprocess.TimeoutExpired:
-            why = why or f"timed out after {timeout:g} s"
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-        if why is not None:
-            code = None
-    out, err = (bytes(streams[fd])[:limit] for fd in (out_fd, err_fd))
-    return Captured(code, out.decode("utf-8", "replace"), err.decode("utf-8", "replace"), why)
 
 
 def first_line(path: Path | str, limit: int = 4096) -> bytes | None:

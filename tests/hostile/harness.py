@@ -382,7 +382,8 @@ def wait(proc: Any, out_path: Path, err_path: Path, row: dict[str, Any], started
     action = row.get("signal")
     if action:
         while time.monotonic() < deadline and proc.poll() is None:
-            if action["after"] in _read_capped(out_path) + _read_capped(err_path):
+            said = "after" in action and action["after"] in _read_capped(out_path) + _read_capped(err_path)
+            if said or ("after_file" in action and (out_path.parent / action["after_file"]).exists()):
                 time.sleep(float(action.get("delay", 0)))
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(proc.pid, getattr(signal, f"SIG{action['send']}"))
