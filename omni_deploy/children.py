@@ -26,6 +26,7 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from types import FrameType
 
 CHILD_MARK = "OMNI_DEPLOY_CHILD_MARK"
 _ours: dict[int, str] = {}  # process group (the child's pid) -> its mark, while it may be alive
@@ -165,7 +166,7 @@ def _end_group(pgid: int, mark: str | None) -> None:
 def marked(mark: str) -> list[int]:
     """Live processes whose environment carries CHILD_MARK=mark (descendants that left the group)."""
     needle = f"{CHILD_MARK}={mark}".encode()
-    found = []
+    found: list[int] = []
     try:
         entries = os.listdir("/proc")
     except OSError:
@@ -192,7 +193,7 @@ def end_all() -> None:
         _end_group(pgid, mark)
 
 
-def _on_signal(signum: int, _frame: object) -> None:
+def _on_signal(signum: int, _frame: FrameType | None) -> None:
     end_all()
     # Then die of the signal as we would have: the caller's shell sees 128 + signum.
     signal.signal(signum, signal.SIG_DFL)
@@ -215,7 +216,7 @@ def _install_handlers() -> None:
                 signal.signal(sig, _on_signal)
     previous_int = signal.getsignal(signal.SIGINT)
 
-    def on_interrupt(signum: int, frame: object) -> None:
+    def on_interrupt(signum: int, frame: FrameType | None) -> None:
         end_all()
         if callable(previous_int):
             previous_int(signum, frame)  # Python's KeyboardInterrupt: the CLI says "interrupted"
