@@ -129,6 +129,9 @@ def main(argv: list[str] | None = None) -> int:
         # closed, would be what the next file we open gets (our prints would land in it).
         _say("omni-deploy: error: stdout is closed; run with output to a file or /dev/null")
         return EXIT_USAGE
+    from omni_deploy.cli_settings import sanitize_environment
+
+    sanitize_environment()  # COLUMNS of 5,000 digits, a relative XDG_CACHE_HOME: as if unset
     try:
         os.getcwd()
     except OSError as exc:  # a deleted working directory: relative names mean nothing

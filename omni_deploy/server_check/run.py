@@ -96,6 +96,10 @@ def interpreter_version(python: str, timeout_s: float = 30.0) -> tuple[str | Non
         from omni_deploy.bundled import installed_version
 
         version = installed_version("vllm-omni")
+        from omni_deploy.numbers import version_problem
+
+        if version and version_problem(version):
+            return None, f"the installed vllm-omni's metadata gives {version_problem(version)}"
         return (version, None) if version else (None, f"vllm-omni is not installed for {python}")
 
     probe = (
@@ -114,6 +118,11 @@ def interpreter_version(python: str, timeout_s: float = 30.0) -> tuple[str | Non
     version = done.stdout.strip()
     if done.returncode != 0:
         return None, f"{python} exited with {done.returncode}: {done.stderr.strip()[-200:]}"
+    from omni_deploy.numbers import version_problem
+
+    problem = version_problem(version)
+    if problem is not None:  # an answer no version parser should see (5,000 digits)
+        return None, f"{python} answered the version probe with {problem}"
     return (version, None) if version else (None, f"vllm-omni is not installed for {python}")
 
 

@@ -292,7 +292,7 @@ def environment(scratch: Scratch, row: dict[str, Any], marker: str) -> dict[str,
     for name in row.get("unset", []):
         env.pop(name, None)
     for name, value in (row.get("env") or {}).items():
-        env[name] = scratch.fill(str(value))
+        env[name] = scratch.word(value)  # a string (placeholders filled) or {py: EXPR}
     return env
 
 
