@@ -33,6 +33,8 @@ _ours: dict[int, str] = {}  # process group (the child's pid) -> its mark, while
 _lock = threading.Lock()
 _installed = False
 _FORWARDED = (signal.SIGTERM, signal.SIGHUP)
+POLL_S = 0.2  # how often the read loop looks whether the child is still there
+DRAIN_S = 0.5  # what is read after the child exited, before its descendants are ended
 
 
 @dataclass(frozen=True)
@@ -99,11 +101,17 @@ def _read(
     out, err = bytearray(), bytearray()
     lines = 0
     open_fds = {out_fd, err_fd}
+    drained_by: float | None = None  # once the child is gone: what it forked may hold the pipes
     while open_fds:
-        left = deadline - time.monotonic()
+        now = time.monotonic()
+        left = deadline - now
         if left <= 0:
             return bytes(out), bytes(err[-tail:]), f"timed out after {timeout:g} s"
-        ready, _, _ = select.select(list(open_fds), [], [], left)
+        if drained_by is None and process.poll() is not None:
+            drained_by = now + DRAIN_S
+        if drained_by is not None and now >= drained_by:
+            break  # the child exited; a descendant keeps its pipes open: end() ends it
+        ready, _, _ = select.select(list(open_fds), [], [], min(left, POLL_S))
         for fd in ready:
             chunk = os.read(fd, 65536)
             if not chunk:
