@@ -189,25 +189,26 @@ def env_shown_data(data: Any, values: Mapping[str, str]) -> Any:
 # Token formats of the services an operator of this tool holds keys for, and private-key blocks:
 # hidden wherever they occur in what we print, whatever variable (if any) they came from. A file
 # named by mistake (base_config: ~/.cache/huggingface/token) must not be echoed whole.
+_W = r"(?<![A-Za-z0-9_\-])"  # a match starts only where a word does: each character is scanned once
 _SHAPES = re.compile(
-    r"\bhf_[A-Za-z0-9]{16,}"
-    r"|\bgh[pousr]_[A-Za-z0-9]{20,}|\bgithub_pat_[A-Za-z0-9_]{20,}"
-    r"|\bglpat-[A-Za-z0-9_-]{16,}"
-    r"|\bsk-(?:proj-|ant-)?[A-Za-z0-9_-]{20,}"
-    r"|\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"
-    r"|\bxox[abprs]-[A-Za-z0-9-]{10,}"
-    r"|\beyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}"  # a JWT
-    r"|-----BEGIN [A-Z ]*PRIVATE KEY-----"
+    rf"{_W}hf_[A-Za-z0-9]{{16,}}+"
+    rf"|{_W}gh[pousr]_[A-Za-z0-9]{{20,}}+|{_W}github_pat_[A-Za-z0-9_]{{20,}}+"
+    rf"|{_W}glpat-[A-Za-z0-9_\-]{{16,}}+"
+    rf"|{_W}sk-(?:proj-|ant-)?[A-Za-z0-9_\-]{{20,}}+"
+    rf"|{_W}(?:AKIA|ASIA)[0-9A-Z]{{16}}(?![0-9A-Za-z])"
+    rf"|{_W}xox[abprs]-[A-Za-z0-9\-]{{10,}}+"
+    rf"|{_W}eyJ[A-Za-z0-9_\-]{{10,}}+\.[A-Za-z0-9_\-]{{10,}}+\.[A-Za-z0-9_\-]{{10,}}+"  # a JWT
+    r"|-----BEGIN [A-Z ]{0,40}+PRIVATE KEY-----"
 )
-# `key: value` / `"key": "value"` / `key=value` where the key is a secret's name (a segment
-# token, secret, password, auth, api key, credential(s): `hf_token`, `"auth"`, not `max_tokens`).
-_SECRET_PAIR = re.compile(
-    r"""(?ix)
-    (?P<key>["']?(?:[a-z0-9]+[_.-])*(?:token|secret|password|passwd|pass|auth|api[_-]?key|apikey
-        |credentials?|private[_-]?key|access[_-]?key)["']?)
-    (?P<sep>[ \t]*[:=][ \t]*)
-    (?P<value>"[^"\n]*"|'[^'\n]*'|[^\s,}\]]+)
-    """
+# `key: value` / `"key": "value"` / `key=value`; the key (a whole word, scanned once) is a secret's
+# name when its last segment is one: `hf_token`, `"auth"`, `PASSWORD`, not `max_tokens`.
+_PAIR = re.compile(
+    r"""(?P<q>["']?)(?<![A-Za-z0-9_.\-])(?P<key>[A-Za-z0-9_.\-]++)(?P=q)"""
+    r"""(?P<sep>[ \t]*+[:=][ \t]*+)(?P<value>"[^"\n]*+"|'[^'\n]*+'|[^\s,}\]]++)"""
+)
+_SECRET_KEY = re.compile(
+    r"(?i)(?:^|[_.\-])(?:token|secret|password|passwd|pass|auth|api[_\-]?key|apikey|credentials?"
+    r"|private[_\-]?key|access[_\-]?key)$"
 )
 
 
@@ -224,11 +225,13 @@ def redact_line(line: str) -> str:
 
     def hide(match: re.Match[str]) -> str:
         value = match.group("value")
+        if not _SECRET_KEY.search(match.group("key")[-40:]):
+            return match.group(0)
         if value.startswith("${") or not counts_as_secret(value.strip("\"'")):
             return match.group(0)  # an ${oc.env:...} expression is shown as itself
-        return match.group("key") + match.group("sep") + REDACTED
+        return match.group("q") + match.group("key") + match.group("q") + match.group("sep") + REDACTED
 
-    return _SECRET_PAIR.sub(hide, scrub_shapes(line))
+    return _PAIR.sub(hide, scrub_shapes(line))
 
 
 _registered: list[str] = []
