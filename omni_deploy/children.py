@@ -24,7 +24,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
 
@@ -85,6 +85,39 @@ def run(
     return Ran(code, out, err, why, time.monotonic() - started)
 
 
+@dataclass
+class _Kept:
+    """stdout bounded in bytes and lines as it arrives, and stderr's last `tail` bytes."""
+
+    max_bytes: int
+    max_lines: int
+    tail: int
+    out: bytearray = field(default_factory=bytearray)
+    err: bytearray = field(default_factory=bytearray)
+    lines: int = 0
+
+    def add_err(self, chunk: bytes) -> None:
+        self.err += chunk
+        del self.err[: -self.tail]
+
+    def add_out(self, chunk: bytes) -> str | None:
+        """Keep `chunk`; past a bound, keep up to it and say which (the child is then ended)."""
+        room = self.max_bytes - len(self.out)
+        self.lines += chunk[:room].count(b"\n")
+        if self.lines > self.max_lines:
+            whole = bytes(self.out + chunk).split(b"\n")[: self.max_lines]
+            self.out = bytearray(b"\n".join(whole) + b"\n")
+            return f"printed more than {self.max_lines} lines"
+        if len(chunk) > room:
+            self.out += chunk[:room]
+            return f"printed more than {self.max_bytes} bytes"
+        self.out += chunk
+        return None
+
+    def result(self, why: str | None) -> tuple[bytes, bytes, str | None]:
+        return bytes(self.out), bytes(self.err[-self.tail :]), why
+
+
 def _read(
     process: subprocess.Popen[bytes],
     data: bytes,
@@ -98,42 +131,36 @@ def _read(
     if process.stdin is not None:
         _feed(process.stdin, data)
     out_fd, err_fd = process.stdout.fileno(), process.stderr.fileno()
-    out, err = bytearray(), bytearray()
-    lines = 0
+    kept = _Kept(max_bytes, max_lines, tail)
+    timed_out = f"timed out after {timeout:g} s"
     open_fds = {out_fd, err_fd}
     drained_by: float | None = None  # once the child is gone: what it forked may hold the pipes
     while open_fds:
         now = time.monotonic()
-        left = deadline - now
-        if left <= 0:
-            return bytes(out), bytes(err[-tail:]), f"timed out after {timeout:g} s"
+        if now >= deadline:
+            return kept.result(timed_out)
         if drained_by is None and process.poll() is not None:
             drained_by = now + DRAIN_S
         if drained_by is not None and now >= drained_by:
             break  # the child exited; a descendant keeps its pipes open: end() ends it
-        ready, _, _ = select.select(list(open_fds), [], [], min(left, POLL_S))
+        ready, _, _ = select.select(list(open_fds), [], [], min(deadline - now, POLL_S))
         for fd in ready:
             chunk = os.read(fd, 65536)
             if not chunk:
                 open_fds.discard(fd)
             elif fd == err_fd:
-                err += chunk
-                del err[:-tail]
-            else:
-                room = max_bytes - len(out)
-                lines += chunk[:room].count(b"\n")
-                if lines > max_lines:
-                    kept = b"\n".join(bytes(out + chunk).split(b"\n")[:max_lines]) + b"\n"
-                    return kept, bytes(err[-tail:]), f"printed more than {max_lines} lines"
-                if len(chunk) > room:
-                    out += chunk[:room]
-                    return bytes(out), bytes(err[-tail:]), f"printed more than {max_bytes} bytes"
-                out += chunk
+                kept.add_err(chunk)
+            elif (why := kept.add_out(chunk)) is not None:
+                return kept.result(why)
+    return kept.result(_wait(process, deadline, timed_out))
+
+
+def _wait(process: subprocess.Popen[bytes], deadline: float, timed_out: str) -> str | None:
     try:
         process.wait(timeout=max(0.1, deadline - time.monotonic()))
     except subprocess.TimeoutExpired:  # it closed its streams but goes on
-        return bytes(out), bytes(err[-tail:]), f"timed out after {timeout:g} s"
-    return bytes(out), bytes(err[-tail:]), None
+        return timed_out
+    return None
 
 
 def _feed(pipe: object, data: bytes) -> None:
