@@ -36,6 +36,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 EXIT_PROCESS, EXIT_READY_TIMEOUT, EXIT_INTERRUPTED = 4, 124, 130
+BROKEN_PIPE_CODE = 128 + 13  # what a shell reports for a writer killed by SIGPIPE (`yes | head`)
 
 # Every error type -> exit code, matched along the exception's MRO by "module.QualName", so that
 # mapping an error of the speaker or bench side imports nothing heavy. Anything else: EXIT_INTERNAL.
@@ -43,7 +44,8 @@ EXIT_CODES: dict[str, int] = {
     "omni_deploy.errors.ProcessExited": EXIT_PROCESS,
     "omni_deploy.errors.ReadinessTimeout": EXIT_READY_TIMEOUT,
     "omni_deploy.errors.Interrupted": EXIT_INTERRUPTED,
-    "omni_deploy.errors.UsageProblem": EXIT_USAGE,  # PlanError, K8sOptionError, ProjectSettingsError, ...
+    "omni_deploy.errors.UsageProblem": EXIT_USAGE,
+    "omni_deploy.patterns.BadPattern": EXIT_USAGE,  # PlanError, K8sOptionError, ProjectSettingsError, ...
     "omni_deploy.errors.OmniDeployError": EXIT_FINDINGS,  # ConfigError, RunDirError, PlanError, ...
     "omni_deploy.speaker.onnx_file.SpeakerModelError": EXIT_FINDINGS,
     "omni_deploy.speaker.inputs.AudioError": EXIT_FINDINGS,
@@ -58,7 +60,8 @@ EXIT_HELP = (
     "Exit codes: 0 clean; 1 findings at error level (or warnings under --strict), a file that cannot "
     "be loaded, or other bad input; 2 usage error; 3 internal error; 4 the server (or vllm bench "
     "serve) exited with an error (its own code is printed, and kept in the run directory's "
-    "launch.json); 124 the server was not ready in time; 130 interrupted."
+    "launch.json); 124 the server was not ready in time; 130 interrupted; 141 stdout was a pipe its "
+    "reader closed (`| head`), as for any program SIGPIPE ends."
 )
 SETTINGS_HELP = (
     "Settings, later wins: the nearest .omni-deploy.yaml or pyproject.toml [tool.omni-deploy] at or "
@@ -120,6 +123,21 @@ cli.params.append(color_option(default="auto"))
 def main(argv: list[str] | None = None) -> int:
     from omni_deploy.redact import scrubbed_output
 
+    closed = _reopen_closed_streams()
+    if 1 in closed:
+        # `validate x >&-`: nothing can be shown, so nothing may pass as clean; and fd 1, left
+        # closed, would be what the next file we open gets (our prints would land in it).
+        _say("omni-deploy: error: stdout is closed; run with output to a file or /dev/null")
+        return EXIT_USAGE
+    from omni_deploy.cli_settings import sanitize_environment
+
+    sanitize_environment()  # COLUMNS of 5,000 digits, a relative XDG_CACHE_HOME: as if unset
+    try:
+        os.getcwd()
+    except OSError as exc:  # a deleted working directory: relative names mean nothing
+        _say(f"omni-deploy: error: the working directory is gone ({exc.strerror}); cd to an existing folder")
+        return EXIT_FINDINGS
+
     # Whatever a command prints, the environment's secrets are scrubbed from it (omni_deploy/redact.py).
     with scrubbed_output():
         return _main(argv)
@@ -127,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _main(argv: list[str] | None) -> int:
     try:
-        result: Any = cli.main(args=argv, prog_name="omni-deploy", standalone_mode=False)
+        result: Any = _invoke(argv)
     except click.exceptions.Exit as exc:
         return int(exc.exit_code)
     except click.UsageError as exc:
@@ -141,9 +159,10 @@ def _main(argv: list[str] | None) -> int:
         click.echo("omni-deploy: interrupted", err=True)
         return exit_code_of(exc)
     except BrokenPipeError:
-        # Output piped into `head` and friends: not an error of ours.
-        sys.stderr.close()
-        return EXIT_OK
+        # Output piped into `head` and friends: quietly, with the code a shell gives a writer
+        # that SIGPIPE ended (141), as `yes | head` does; never 1, never a traceback.
+        _quiet_stdout()
+        return BROKEN_PIPE_CODE
     except OSError as exc:
         if exc.errno not in _OUTPUT_ERRNOS:
             return _internal(exc)
@@ -155,6 +174,18 @@ def _main(argv: list[str] | None) -> int:
     except Exception as exc:
         return _internal(exc)
     return int(result) if isinstance(result, int) else EXIT_OK
+
+
+def _invoke(argv: list[str] | None) -> Any:
+    try:
+        return cli.main(args=argv, prog_name="omni-deploy", standalone_mode=False)
+    except SystemExit:
+        # click meets EPIPE on stdout by wrapping the streams (PacifyFlushWrapper) and exiting 1:
+        # a broken pipe is the reader's choice, so it ends as the shell's SIGPIPE code instead.
+        if type(sys.stdout).__name__.endswith("PacifyFlushWrapper"):
+            _quiet_stdout()
+            return BROKEN_PIPE_CODE
+        raise
 
 
 def _internal(exc: Exception) -> int:
@@ -189,10 +220,42 @@ def _quiet_stdout() -> None:
         os.dup2(devnull, sys.stdout.fileno())
 
 
+def _reopen_closed_streams() -> set[int]:
+    """Which of fds 0, 1, 2 were closed when we started; each is opened on /dev/null now, so that
+    no file we open later becomes our stdin, stdout or stderr, and Python's streams exist."""
+    closed = set()
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+        except OSError:
+            closed.add(fd)
+    for fd in sorted(closed):
+        with contextlib.suppress(OSError):
+            null = os.open(os.devnull, os.O_RDWR)
+            if null != fd:
+                os.dup2(null, fd)
+                os.close(null)
+    if 0 in closed and sys.stdin is None:
+        sys.stdin = open(0, encoding="utf-8", closefd=False)  # noqa: SIM115
+    if 1 in closed and sys.stdout is None:
+        sys.stdout = open(1, "w", encoding="utf-8", closefd=False)  # noqa: SIM115
+    if 2 in closed and sys.stderr is None:
+        sys.stderr = open(2, "w", encoding="utf-8", closefd=False)  # noqa: SIM115
+    return closed
+
+
+def _say(message: str) -> None:
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        click.echo(message, err=True)
+
+
 def run() -> None:
     code = main()
     try:
         sys.stdout.flush()
+    except BrokenPipeError:
+        _quiet_stdout()
+        code = BROKEN_PIPE_CODE
     except OSError as exc:  # buffered output that only the final flush found no room for
         with contextlib.suppress(OSError):
             click.echo(f"omni-deploy: error: cannot write output: {exc.strerror}", err=True)

@@ -5,9 +5,13 @@ Promises, each kept here:
   is touched: never a base file reached through another's base_config, a bundled file found by
   its bare name, or a file inside an installed package;
 - a file is written only when its fixed text loads and validates without the fixed findings;
-- a write is atomic (a temporary file beside it, renamed over it: output/atomic.py), and only
-  the fixed spans change, so comments, quoting and line endings stay;
-- stdin is never written anywhere: its fixed text is printed.
+- a write is atomic (a temporary file beside it, renamed over it: output/atomic.py) and keeps
+  the file's owner, group and mode; only the fixed spans change, so comments, quoting, line
+  endings and a BOM stay;
+- stdin is never written anywhere: its fixed text is printed; unfixed, its bytes as they came
+  (whatever their encoding);
+- every name in what is printed (diff headers, "fixed" and "not fixed" lines) is escaped for the
+  terminal (output/escape.py), and the diff's lines too.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from omni_deploy.inputs import Input
+from omni_deploy.output.escape import for_terminal
 from omni_deploy.validate.context import Options
 from omni_deploy.validate.findings import Finding
 from omni_deploy.validate.fixes import Edited, apply, unified_diff
@@ -133,6 +138,29 @@ def _refusal(after: FileReport, fixed: list[Finding]) -> str | None:
     return None
 
 
+def _shown_diff(name: str, before: str, after: str) -> str:
+    """The unified diff with the name and every line escaped for a terminal (output/escape.py)."""
+    from omni_deploy.output.escape import diff_line
+
+    diff = unified_diff(for_terminal(name), before, after)
+    return "".join(diff_line(line) for line in diff.splitlines(keepends=True))
+
+
+def _print_stdin(source: Input, plan: Plan | None, say_out: Callable[[str], None], raw_ok: bool) -> None:
+    """ruff and black do the same: the fixed text, fixed or not, on stdout. Unfixed, the bytes as
+    read (latin-1 stays latin-1, a BOM stays); fixed (UTF-8 only), with the BOM it had."""
+    import click
+
+    if plan is not None:
+        say_out((_BOM if plan.bom else "") + plan.edited.text)
+        return
+    assert source.text is not None
+    if isinstance(source.text, bytes) and raw_ok:
+        click.echo(source.text, nl=False)
+        return
+    say_out(source.text if isinstance(source.text, str) else source.text.decode("utf-8", "surrogateescape"))
+
+
 def fix_files(
     inputs: list[Input],
     reports: list[FileReport],
@@ -154,11 +182,11 @@ def fix_files(
         if plan is not None:
             plans.append(plan)
     for note in dict.fromkeys(notes):
-        say_err(note)
+        say_err(for_terminal(note))
     fixed = sum(len(p.edited.applied) for p in plans)
     if not write:
         for plan in plans:
-            say_out(unified_diff(plan.source.name, plan.before, plan.edited.text))
+            say_out(_shown_diff(plan.source.name, plan.before, plan.edited.text))
         say_err(f"would fix {fixed} finding(s) in {len(plans)} file(s)" if plans else "nothing to fix")
         return Outcome(reports, inputs, changed=bool(plans), notes=notes)
 
@@ -171,17 +199,17 @@ def fix_files(
             replace_file(plan.target, ((_BOM if plan.bom else "") + plan.edited.text).encode("utf-8"))
         except OSError as exc:
             say_err(
-                f"not fixed: cannot write {plan.source.name}: {exc.strerror or exc}; it is left as it was"
+                for_terminal(
+                    f"not fixed: cannot write {plan.source.name}: {exc.strerror or exc}; it is left as it was"
+                )
             )
             continue
-        say_err(f"fixed {len(plan.edited.applied)} finding(s) in {plan.source.name}")
+        say_err(for_terminal(f"fixed {len(plan.edited.applied)} finding(s) in {plan.source.name}"))
     by_stdin = {id(p.source): p for p in plans if p.target is None}
     updated = [replace(i, text=by_stdin[id(i)].edited.text) if id(i) in by_stdin else i for i in inputs]
-    stdin = next((i for i in updated if i.is_stdin), None)
+    stdin = next((i for i in inputs if i.is_stdin), None)
     if stdin is not None:
-        assert stdin.text is not None
-        shown = stdin.text if isinstance(stdin.text, str) else stdin.text.decode("utf-8", "replace")
-        say_out(shown)  # ruff and black do the same: the fixed text, fixed or not, on stdout
+        _print_stdin(stdin, by_stdin.get(id(stdin)), say_out, out is None)
     # Files read one another (base_config): what each says now comes from a fresh run.
     after = validate_inputs([(i.name, i.text) for i in updated], options) if plans else reports
     return Outcome(after, updated, changed=bool(plans), stdin_printed=stdin is not None, notes=notes)

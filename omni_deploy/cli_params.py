@@ -119,14 +119,21 @@ class TargetVersionType(click.ParamType):
 
         from omni_deploy.bundled import installed_version
         from omni_deploy.knowledge.versions import MAIN, RELEASES
+        from omni_deploy.numbers import version_problem
 
         text = str(value).strip()
+        problem = version_problem(text)
+        if problem is not None:
+            self.fail(f"{text[:40]!r}...: {problem}", param, ctx)
         if text.lower() == MAIN:
             return MAIN
         if text.lower() == "installed":
             found = installed_version("vllm-omni")
             if found is None:
                 self.fail("'installed': vllm-omni is not installed in this environment", param, ctx)
+            problem = version_problem(found)
+            if problem is not None:
+                self.fail(f"'installed': the installed vllm-omni's metadata gives {problem}", param, ctx)
             return found
         known = ", ".join(RELEASES)
         try:

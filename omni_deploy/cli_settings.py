@@ -16,7 +16,7 @@ The project (omni_deploy/project.py) is found once per command, from the working
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, MutableMapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -82,8 +82,14 @@ def resolve(
         target, target_from = _version(found.target_version, f"{where}: target-version"), where
     if target is None:
         from omni_deploy.bundled import installed_version
+        from omni_deploy.numbers import version_problem
 
         installed = installed_version("vllm-omni")
+        if installed is not None and version_problem(installed) is not None:
+            raise click.UsageError(
+                f"the installed vllm-omni's metadata gives {version_problem(installed)}; "
+                "pass --target-version"
+            )
         target, target_from = (
             (installed, "installed vllm-omni") if installed else (RELEASED, "newest release")
         )
@@ -167,3 +173,35 @@ def add_color_option(command: click.Command) -> None:
     if isinstance(command, click.Group):
         for sub in command.commands.values():
             add_color_option(sub)
+
+
+# --- the environment, range-checked once at start -------------------------------------------------
+
+_SIZES = ("COLUMNS", "LINES", "JUPYTER_COLUMNS", "JUPYTER_LINES")
+_XDG_DIRS = ("XDG_CACHE_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_RUNTIME_DIR")
+MAX_SIZE_DIGITS = 6  # COLUMNS=999999 is already no terminal's
+
+
+def sanitize_environment(environ: MutableMapping[str, str] | None = None) -> list[str]:
+    """Drop what no reader should see, as if unset; returns the names dropped.
+
+    - COLUMNS and LINES (and Jupyter's) that are not 1-6 ASCII digits: a 5,000-digit COLUMNS makes
+      int() raise in every library that reads it (rich, shutil's callers); unset, the terminal says.
+    - An XDG base directory that is not absolute: the XDG Base Directory spec says to ignore it
+      (a relative XDG_CACHE_HOME wrote the cache into the working directory).
+    Children we start inherit the cleaned environment."""
+    env = os.environ if environ is None else environ
+    dropped = []
+    for name in _SIZES:
+        value = env.get(name)
+        if value is not None and not (
+            value.isascii() and value.isdigit() and len(value) <= MAX_SIZE_DIGITS and int(value) > 0
+        ):
+            dropped.append(name)
+    for name in _XDG_DIRS:
+        value = env.get(name)
+        if value is not None and value != "" and not os.path.isabs(value):
+            dropped.append(name)
+    for name in dropped:
+        env.pop(name, None)
+    return dropped

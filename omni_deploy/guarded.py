@@ -22,15 +22,10 @@ Every refusal is one exception, `Refused`, whose `kind` the callers map to their
 
 from __future__ import annotations
 
-import contextlib
-import fnmatch
 import os
 import re
 import select
-import signal
 import stat
-import subprocess
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -271,23 +266,40 @@ def has_magic(text: str) -> bool:
     return bool(_MAGIC.search(text))
 
 
-def glob(pattern: str) -> list[Path]:
+def glob(pattern: str, base: Path | str | None = None) -> list[Path]:
     """What `pattern` matches (`*`, `?`, `[...]` per name, `**` for any folders), iteratively.
 
     Like `glob.glob(pattern, recursive=True)` for names: hidden names only where the pattern's
     part starts with a dot; `**` does not descend into symlinked folders or hidden ones. Bounded
-    by MAX_DEPTH below the pattern's fixed prefix, MAX_FILES matches and MAX_VISITED entries.
+    by MAX_DEPTH below the pattern's fixed prefix, MAX_FILES matches and MAX_VISITED entries; a
+    folder reached twice (a symlink back to a parent) is walked once, known by device and inode.
+    Names are matched in linear time (omni_deploy.patterns); a malformed pattern is refused
+    (patterns.BadPattern). `base`: a folder taken literally (its name may hold `[` or `*`) that a
+    relative `pattern` is below; results are spelt base/...
     """
+    from omni_deploy.patterns import compile_glob
+
+    compile_glob(pattern, across=False)  # refuse a malformed pattern before any walk
+    if base is not None:
+        literal = str(base).rstrip("/") or "/"
+        found = _glob_parts(pattern, literal)
+        return [Path(literal) / p if not p.is_absolute() else p for p in found]
+    return _glob_parts(pattern, None)
+
+
+def _glob_parts(pattern: str, literal: str | None) -> list[Path]:
     parts = pattern.split("/")
     fixed = 0
     while fixed < len(parts) - 1 and not has_magic(parts[fixed]):
         fixed += 1
     base = "/".join(parts[:fixed]) or ("/" if pattern.startswith("/") else ".")
     rest = parts[fixed:]
+    on_disk = base if literal is None or pattern.startswith("/") else os.path.join(literal, base)
     if not rest or not has_magic("/".join(rest)):
-        return [Path(pattern)] if os.path.lexists(pattern) else []
+        whole = pattern if literal is None or pattern.startswith("/") else os.path.join(literal, pattern)
+        return [Path(pattern)] if os.path.lexists(whole) else []
     prefix = "" if fixed == 0 and not pattern.startswith("/") else base.rstrip("/") + "/"
-    return _Glob(pattern, rest).run(base, prefix)
+    return _Glob(pattern, rest).run(on_disk, prefix)
 
 
 class _Glob:
@@ -302,12 +314,17 @@ class _Glob:
 
     def run(self, base: str, prefix: str) -> list[Path]:
         self.stack.append((base, prefix, 0, 0))
-        seen: set[tuple[str, int]] = set()
+        seen: set[tuple[int, int, int]] = set()
         while self.stack:
             folder, shown, index, depth = self.stack.pop()
-            if (folder, index) in seen:
+            try:
+                info = os.stat(folder)
+            except (OSError, ValueError):
                 continue
-            seen.add((folder, index))
+            key = (info.st_dev, info.st_ino, index)
+            if key in seen:  # the same folder by another way (a symlink loop): walked once
+                continue
+            seen.add(key)
             if self.rest[index] == "**":
                 self._any_folders(folder, shown, index, depth)
             else:
@@ -340,12 +357,14 @@ class _Glob:
                 self._descend(entry, shown, index, depth)
 
     def _one_name(self, folder: str, shown: str, index: int, depth: int) -> None:
+        from omni_deploy.patterns import matches
+
         part = self.rest[index]
         last = index == len(self.rest) - 1
         for entry in self._entries(folder):
             if entry.name.startswith(".") and not part.startswith("."):
                 continue
-            if not fnmatch.fnmatchcase(entry.name, part):
+            if not matches(part, entry.name, across=False):
                 continue
             if last:
                 self.matches.add(f"{shown}{entry.name}")
@@ -365,55 +384,18 @@ class Captured:
 
 
 def capture(argv: Sequence[str], *, timeout: float = 10.0, limit: int = 256 * 1024) -> Captured:
-    """Run a program we only ask a question (nvidia-smi), reading at most `limit` bytes of each
-    stream for at most `timeout` seconds; past either, its whole process group is killed."""
-    proc = subprocess.Popen(
-        list(argv),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        start_new_session=True,  # its children too: a `sleep &` holding the pipe is killed with it
+    """Run a program we only ask a question (nvidia-smi, the version probe), reading at most
+    `limit` bytes of each stream for at most `timeout` seconds (omni_deploy/children.py): its
+    whole process group, and what it forked, is ended however it ends."""
+    from omni_deploy import children
+
+    ran = children.run(list(argv), timeout=timeout, max_bytes=limit, max_lines=limit, tail=limit)
+    return Captured(
+        ran.returncode,
+        ran.stdout.decode("utf-8", "replace"),
+        ran.stderr_tail.decode("utf-8", "replace"),
+        ran.why_stopped,
     )
-    assert proc.stdout is not None and proc.stderr is not None
-    out_fd, err_fd = proc.stdout.fileno(), proc.stderr.fileno()
-    streams = {out_fd: bytearray(), err_fd: bytearray()}
-    open_fds = set(streams)
-    deadline = time.monotonic() + timeout
-    why: str | None = None
-    try:
-        while open_fds:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                why = f"timed out after {timeout:g} s"
-                break
-            ready, _, _ = select.select(list(open_fds), [], [], left)
-            for fd in ready:
-                chunk = os.read(fd, 65536)
-                if not chunk:
-                    open_fds.discard(fd)
-                    continue
-                streams[fd] += chunk
-                if len(streams[fd]) > limit:
-                    why = f"printed more than {limit} bytes"
-            if why:
-                break
-    finally:
-        if why is not None:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(proc.pid, signal.SIGKILL)
-        proc.stdout.close()
-        proc.stderr.close()
-        try:
-            code: int | None = proc.wait(timeout=max(0.1, deadline - time.monotonic()) if why is None else 5)
-        except subprocess.TimeoutExpired:
-            why = why or f"timed out after {timeout:g} s"
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-        if why is not None:
-            code = None
-    out, err = (bytes(streams[fd])[:limit] for fd in (out_fd, err_fd))
-    return Captured(code, out.decode("utf-8", "replace"), err.decode("utf-8", "replace"), why)
 
 
 def first_line(path: Path | str, limit: int = 4096) -> bytes | None:

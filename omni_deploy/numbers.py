@@ -45,3 +45,20 @@ def parse_real(text: str, low: float = 0.0, high: float | None = None, low_open:
 
 
 SECONDS_LIMIT = 7 * 24 * 3600.0  # a week: longer than any start-up or stop a server takes
+
+
+MAX_VERSION_CHARS = 64  # "0.30.0rc1.dev123+g1234abcd.d20260101" and room to spare
+MAX_VERSION_NUMBER = 9  # digits of one number in a version
+
+
+def version_problem(text: str) -> str | None:
+    """What is wrong with a version string from outside (an option, the environment, a settings
+    file, a package's metadata, an interpreter's answer) before anything parses it, or None.
+    A 5,000-digit version makes int() raise (and packaging with it): refused with a message."""
+    if len(text) > MAX_VERSION_CHARS:
+        return f"a version of {len(text)} characters (at most {MAX_VERSION_CHARS})"
+    if re.search(f"[0-9]{{{MAX_VERSION_NUMBER + 1},}}", text):
+        return f"a version with a number of more than {MAX_VERSION_NUMBER} digits"
+    if not text.isprintable():
+        return "a version with control characters"
+    return None

@@ -22,7 +22,6 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass, replace
-from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -63,7 +62,9 @@ class Project:
             return False  # outside the project: its patterns do not speak of it
         parts = relative.as_posix().split("/")
         prefixes = ["/".join(parts[: i + 1]) for i in range(len(parts))]
-        return any(_pattern(p).match(prefix) for p in self.exclude for prefix in prefixes)
+        from omni_deploy.patterns import matches
+
+        return any(matches(p.strip("/"), prefix) for p in self.exclude for prefix in prefixes)
 
     def deploy_files(self) -> list[Path]:
         """The project's own deploy files (see the module docstring), sorted; may be empty."""
@@ -97,44 +98,10 @@ def _glob(root: Path, pattern: str) -> list[Path]:
     """`files` matches, walked by the guarded glob (iterative, bounded in depth and count)."""
     from omni_deploy import guarded
 
-    if guarded.has_magic(str(root)):  # the guarded glob has no escapes: the standard one, then
-        import glob
-
-        matches = glob.glob(os.path.join(glob.escape(str(root)), pattern), recursive=True)
-        return [Path(m) for m in matches if os.path.isfile(m)]
-    try:
-        return [m for m in guarded.glob(os.path.join(str(root), pattern)) if guarded.is_readable_file(m)]
+    try:  # the root is taken literally (a folder named "a[1]" is a name, not a pattern)
+        return [m for m in guarded.glob(pattern, base=root) if guarded.is_readable_file(m)]
     except guarded.Refused as refused:
         raise ProjectSettingsError(f"files {pattern!r} of the project settings: {refused.why}") from None
-
-
-@cache
-def _pattern(glob_pattern: str) -> re.Pattern[str]:
-    """A glob over `/`-separated relative paths: `**` spans folders, `*` and `?` stay in one."""
-    out, i = [], 0
-    text = glob_pattern.strip("/")
-    while i < len(text):
-        if text.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-        elif text.startswith("**", i):
-            out.append(".*")
-            i += 2
-        elif text[i] == "*":
-            out.append("[^/]*")
-            i += 1
-        elif text[i] == "?":
-            out.append("[^/]")
-            i += 1
-        elif text[i] == "[" and "]" in text[i + 1 :]:
-            end = text.index("]", i + 1)
-            body = text[i + 1 : end]
-            out.append("[" + ("^" + body[1:] if body.startswith("!") else body) + "]")
-            i = end + 1
-        else:
-            out.append(re.escape(text[i]))
-            i += 1
-    return re.compile("".join(out) + r"\Z")
 
 
 def find(start: Path) -> Project:
@@ -156,23 +123,37 @@ def find(start: Path) -> Project:
 
 
 def _not_ours(path: Path) -> str | None:
-    """Why a settings file is not trusted: written by another user, or writable by others.
+    """Why a settings file is not used: not a regular file, written by another user, or writable
+    by others; for a symlink, the link and its target alike.
 
     Settings can switch findings off, so a `.omni-deploy.yaml` planted in a shared folder above
     the working directory (/tmp, a group share) must not apply (as git refuses a repository
-    another user owns)."""
+    another user owns); nor may a FIFO or a folder planted under that name stop every command."""
     import stat
 
     try:
+        link = os.lstat(path)
         info = os.stat(path)
-    except OSError:
-        return None  # unreadable: the guarded reader says why
+    except (OSError, ValueError) as exc:
+        return f"it cannot be read ({getattr(exc, 'strerror', None) or exc})"
+    if stat.S_ISLNK(link.st_mode):
+        why = _untrusted_owner(link, "the link")
+        if why is not None:
+            return why
     if not stat.S_ISREG(info.st_mode):
-        return None  # a FIFO, a device (/dev/zero is anyone's to write): the guarded reader refuses it
+        from omni_deploy.guarded import kind_of
+
+        return f"it is {kind_of(info.st_mode)}, not a regular file"
+    return _untrusted_owner(info, "it")
+
+
+def _untrusted_owner(info: os.stat_result, what: str) -> str | None:
+    import stat
+
     if info.st_uid not in (os.getuid(), 0):
-        return f"it belongs to uid {info.st_uid}, not to you"
-    if info.st_mode & 0o002:
-        return "anyone can write it"
+        return f"{what} belongs to uid {info.st_uid}, not to you"
+    if info.st_mode & 0o002 and not stat.S_ISLNK(info.st_mode):  # a link's own mode is always 777
+        return f"anyone can write {what}"
     return None
 
 
@@ -220,10 +201,26 @@ def _toml_table(path: Path) -> dict[str, Any] | None:
         raise ProjectSettingsError(f"cannot read {path}: {exc}") from None
     except RecursionError:  # the parser recurses per nesting level
         raise ProjectSettingsError(f"cannot read {path}: nested too deep to be settings") from None
-    table = data.get("tool", {}).get("omni-deploy")
+    tool = data.get("tool")
+    if tool is None:
+        return None
+    if not isinstance(tool, dict):  # `tool = 5`, `[[tool]]`: not the [tool] table of PEP 518
+        raise ProjectSettingsError(f"{path}: `tool` must be a table ([tool.omni-deploy]), not {_kind(tool)}")
+    table = tool.get("omni-deploy")
     if table is not None and not isinstance(table, dict):
         raise ProjectSettingsError(f"{path}: [tool.omni-deploy] must be a table")
     return table
+
+
+def _kind(value: Any) -> str:
+    names = {
+        list: "an array of tables",
+        int: "a number",
+        float: "a number",
+        str: "a string",
+        bool: "a boolean",
+    }
+    return names.get(type(value), "not a table")
 
 
 def _globs(path: Path, table: dict[str, Any], key: str) -> tuple[str, ...] | None:
@@ -236,6 +233,12 @@ def _globs(path: Path, table: dict[str, Any], key: str) -> tuple[str, ...] | Non
         raise ProjectSettingsError(f'{path}: {key} must be a list of globs such as "deploy/**/*.yaml"')
     if any(Path(g).is_absolute() or ".." in Path(g).parts for g in value):
         raise ProjectSettingsError(f"{path}: {key}: globs are relative to the project root, inside it")
+    from omni_deploy.patterns import BadPattern, check
+
+    try:
+        check(value, key)
+    except BadPattern as bad:
+        raise ProjectSettingsError(f"{path}: {bad}") from None
     return tuple(value)
 
 

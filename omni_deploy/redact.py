@@ -184,6 +184,56 @@ def env_shown_data(data: Any, values: Mapping[str, str]) -> Any:
 
 # --- the last line of defence: everything omni-deploy writes to stdout and stderr ---------------
 
+# --- secrets known by their shape ---------------------------------------------------------------
+
+# Token formats of the services an operator of this tool holds keys for, and private-key blocks:
+# hidden wherever they occur in what we print, whatever variable (if any) they came from. A file
+# named by mistake (base_config: ~/.cache/huggingface/token) must not be echoed whole.
+_W = r"(?<![A-Za-z0-9_\-])"  # a match starts only where a word does: each character is scanned once
+_SHAPES = re.compile(
+    rf"{_W}hf_[A-Za-z0-9]{{16,}}+"
+    rf"|{_W}gh[pousr]_[A-Za-z0-9]{{20,}}+|{_W}github_pat_[A-Za-z0-9_]{{20,}}+"
+    rf"|{_W}glpat-[A-Za-z0-9_\-]{{16,}}+"
+    rf"|{_W}sk-(?:proj-|ant-)?[A-Za-z0-9_\-]{{20,}}+"
+    rf"|{_W}(?:AKIA|ASIA)[0-9A-Z]{{16}}(?![0-9A-Za-z])"
+    rf"|{_W}xox[abprs]-[A-Za-z0-9\-]{{10,}}+"
+    rf"|{_W}eyJ[A-Za-z0-9_\-]{{10,}}+\.[A-Za-z0-9_\-]{{10,}}+\.[A-Za-z0-9_\-]{{10,}}+"  # a JWT
+    r"|-----BEGIN [A-Z ]{0,40}+PRIVATE KEY-----"
+)
+# `key: value` / `"key": "value"` / `key=value`; the key (a whole word, scanned once) is a secret's
+# name when its last segment is one: `hf_token`, `"auth"`, `PASSWORD`, not `max_tokens`.
+_PAIR = re.compile(
+    r"""(?P<q>["']?)(?<![A-Za-z0-9_.\-])(?P<key>[A-Za-z0-9_.\-]++)(?P=q)"""
+    r"""(?P<sep>[ \t]*+[:=][ \t]*+)(?P<value>"[^"\n]*+"|'[^'\n]*+'|[^\s,}\]]++)"""
+)
+_SECRET_KEY = re.compile(
+    r"(?i)(?:^|[_.\-])(?:token|secret|password|passwd|pass|auth|api[_\-]?key|apikey|credentials?"
+    r"|private[_\-]?key|access[_\-]?key)$"
+)
+
+
+def scrub_shapes(text: str) -> str:
+    """`text` with every token-shaped value (hf_..., ghp_..., AKIA..., a private key) hidden."""
+    if not text:
+        return text
+    return _SHAPES.sub(REDACTED, text)
+
+
+def redact_line(line: str) -> str:
+    """A line of a file for a code frame: token shapes hidden, and the value of every pair whose
+    key names a secret (`token: x`, `"auth": "..."`, `PASSWORD=x`)."""
+
+    def hide(match: re.Match[str]) -> str:
+        value = match.group("value")
+        if not _SECRET_KEY.search(match.group("key")[-40:]):
+            return match.group(0)
+        if value.startswith("${") or not counts_as_secret(value.strip("\"'")):
+            return match.group(0)  # an ${oc.env:...} expression is shown as itself
+        return match.group("q") + match.group("key") + match.group("q") + match.group("sep") + REDACTED
+
+    return _PAIR.sub(hide, scrub_shapes(line))
+
+
 _registered: list[str] = []
 
 
@@ -207,7 +257,7 @@ class _ScrubbingBinary(io.RawIOBase):
     def write(self, data: Any) -> int:
         raw = bytes(data)
         text = raw.decode("utf-8", "surrogateescape")
-        self._inner.write(scrub(text, current_secrets()).encode("utf-8", "surrogateescape"))
+        self._inner.write(scrub_shapes(scrub(text, current_secrets())).encode("utf-8", "surrogateescape"))
         return len(raw)
 
     def flush(self) -> None:
@@ -230,7 +280,7 @@ class _ScrubbingText(io.TextIOBase):
     def write(self, text: Any) -> int:
         if not isinstance(text, str):
             return int(self._inner.write(text))  # bytes: the wrapped stream says TypeError, as it should
-        self._inner.write(scrub(text, current_secrets()))
+        self._inner.write(scrub_shapes(scrub(text, current_secrets())))
         return len(text)
 
     def writable(self) -> bool:

@@ -28,7 +28,7 @@ GROUPS: list[tuple[int, tuple[str, ...]]] = [
     (2, ("integrations",)),
     (1, ("errors", "bundled", "redact", "install_hint", "output", "jsonpath")),
     (1, ("speaker",)),
-    (0, ("codes", "speaker_rules", "defaults", "guarded", "safe_write", "numbers")),
+    (0, ("codes", "speaker_rules", "defaults", "guarded", "safe_write", "numbers", "patterns", "children")),
 ]  # fmt: skip
 LAYERS = {part: layer for layer, parts in GROUPS for part in parts}
 GROUP_OF = {part: parts for _, parts in GROUPS for part in parts}

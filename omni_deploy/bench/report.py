@@ -36,7 +36,9 @@ class Row:
 def _stats(values: list[float]) -> dict[str, float] | None:
     if not values:
         return None
-    return {"mean": sum(values) / len(values), "min": min(values), "max": max(values)}
+    # Each value divided first: the sum of two finite values may overflow (1e308 + 1e308 = inf),
+    # their mean never does.
+    return {"mean": sum(v / len(values) for v in values), "min": min(values), "max": max(values)}
 
 
 def aggregate(rounds: list[Round], source: str, baseline: bool = False) -> list[Row]:
@@ -65,13 +67,21 @@ def changes(candidate: list[Row], baseline: list[Row]) -> list[dict[str, Any]]:
         entry: dict[str, Any] = {"concurrency": row.concurrency}
         for m in METRICS:
             a, b = row.metrics[m], other.metrics[m]
-            entry[m] = (
-                None
-                if a is None or b is None or b["mean"] == 0
-                else 100.0 * (a["mean"] - b["mean"]) / b["mean"]
-            )
+            entry[m] = _change(a, b)
         out.append(entry)
     return out
+
+
+def _change(a: dict[str, float] | None, b: dict[str, float] | None) -> float | None:
+    """Percent change of the means; None where there is none to give (a zero or tiny base whose
+    ratio overflows is no figure)."""
+    if a is None or b is None or b["mean"] == 0:
+        return None
+    try:
+        change = 100.0 * ((a["mean"] - b["mean"]) / b["mean"])
+    except OverflowError:
+        return None
+    return change if math.isfinite(change) else None
 
 
 def _fmt(stats: dict[str, float] | None, digits: int, rounds: int = 2) -> str:
@@ -79,8 +89,15 @@ def _fmt(stats: dict[str, float] | None, digits: int, rounds: int = 2) -> str:
     if stats is None:
         return "n/a"
     if rounds < 2 or stats["min"] == stats["max"]:
-        return f"{stats['mean']:.{digits}f}"
-    return f"{stats['mean']:.{digits}f} ({stats['min']:.{digits}f}-{stats['max']:.{digits}f})"
+        return _number(stats["mean"], digits)
+    return (
+        f"{_number(stats['mean'], digits)} ({_number(stats['min'], digits)}-{_number(stats['max'], digits)})"
+    )
+
+
+def _number(value: float, digits: int) -> str:
+    """Fixed point as a person reads it; past 1e15 (a hostile file's 1e308) in e-notation, not 300 digits."""
+    return f"{value:.{digits}f}" if abs(value) < 1e15 else f"{value:.{digits}e}"
 
 
 @dataclass(frozen=True)

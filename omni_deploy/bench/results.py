@@ -156,6 +156,19 @@ def read_round(path: Path) -> Round:
     return parse_round(path, data)
 
 
+def unfinished(path: Path) -> str | None:
+    """Why the round file at `path` is not a finished round (None: it is one). A file that is
+    empty, cut short or not a result (a round killed while writing, a disk that filled) is not:
+    the round runs again rather than a stub counting as done."""
+    if not path.exists() and not path.is_symlink():
+        return "it does not exist"
+    try:
+        read_round(path)
+    except ResultError as exc:
+        return str(exc)
+    return None
+
+
 def read_dir(directory: Path) -> ResultSet:
     """Every *.json below `directory`: valid rounds, and the files skipped with the reason."""
     if not directory.is_dir():

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from omni_deploy.bench.protocol import BENCH_ENV, Step
+from omni_deploy.bench.results import unfinished
 from omni_deploy.errors import OmniDeployError, ProcessExited, ReadinessTimeout
 from omni_deploy.serve.supervise import die_with_parent, exit_code, probe_url
 
@@ -42,6 +43,16 @@ def wait_ready(
     return False
 
 
+def set_aside(path: Path) -> Path:
+    """Rename an unfinished round file out of the way (never deleted: it may be all that is left)."""
+    for n in range(1000):
+        aside = path.with_name(f"{path.name}.unfinished{n or ''}")
+        if not os.path.lexists(aside):
+            os.rename(path, aside)
+            return aside
+    raise ResultDirError(f"{path}: too many unfinished copies beside it; remove them")
+
+
 def run_sweep(
     steps: list[Step], result_dir: Path, say: Callable[[str], None] = print, quiet_stdout: bool = False
 ) -> SweepResult:
@@ -56,10 +67,15 @@ def run_sweep(
                 f"--result-dir {result_dir}: cannot create the folder of C={step.concurrency}: {exc.strerror or exc}"
             ) from None
         target = result_dir / f"c{step.concurrency}" / f"{step.label}.json"
-        if target.exists():
-            say(f"[{index}/{len(steps)}] {step.description}: {target} exists, kept (not re-run)")
-            result.finished.append(step)
-            continue
+        if target.exists() or target.is_symlink():
+            why = unfinished(target)
+            if why is None:
+                say(f"[{index}/{len(steps)}] {step.description}: {target} exists, kept (not re-run)")
+                result.finished.append(step)
+                continue
+            aside = set_aside(target)
+            say(f"[{index}/{len(steps)}] {step.description}: {target} is not a finished round ({why}); "
+                f"moved to {aside.name}, running it again")  # fmt: skip
         say(f"[{index}/{len(steps)}] {step.description} ({step.role})")
         proc = subprocess.Popen(
             list(step.argv),

@@ -66,4 +66,8 @@ def build(
         edges(applied, deployment.pipeline),
         shm_gib,
     )
-    return build_manifests(inputs)
+    objects = build_manifests(inputs)
+    from omni_deploy.k8s.limits import check_objects
+
+    check_objects(objects, options.name)
+    return objects

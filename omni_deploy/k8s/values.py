@@ -218,6 +218,10 @@ def parse_values(root: Map) -> Values:
         else:
             name, read = _READERS[str(key)]
             fields[name] = read(where)
+    from omni_deploy.k8s.limits import check_finite
+
+    for name, value in fields.items():
+        check_finite(value, f"--values: {name}")
     return Values(namespace, Scheduling(**fields))
 
 

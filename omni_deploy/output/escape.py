@@ -51,6 +51,14 @@ def for_terminal(text: object) -> str:
     return _COMMAND_START.sub(r"\1\\:", escaped)
 
 
+def diff_line(line: str) -> str:
+    """One line of a unified diff for a terminal: its line ending kept, every other control
+    character visible (a value's ESC cannot act), and never a `::` start (a diff body line starts
+    with " ", "+" or "-", a header with "---"/"+++"/"@@", so only a name could)."""
+    body = line.rstrip("\r\n")
+    return for_terminal(body) + line[len(body) :]
+
+
 def for_xml(text: object) -> str:
     """Text XML 1.0 can hold (the characters it cannot are shown as visible escapes)."""
     return _XML_BAD.sub(lambda m: _visible(m.group()), str(text))

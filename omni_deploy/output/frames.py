@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
+from functools import lru_cache
 
 # YAML's line breaks (PyYAML's reader counts these): positions are counted over them.
 LINE_BREAK = re.compile(r"\r\n|[\r\n\x85\u2028\u2029]")
@@ -21,6 +22,28 @@ LINE_BREAK = re.compile(r"\r\n|[\r\n\x85\u2028\u2029]")
 def source_lines(text: str) -> list[str]:
     """The lines of a file as the YAML loader numbers them (1-based: lines[n - 1])."""
     return LINE_BREAK.split(text)
+
+
+def frame_lines(text: str, top_keys: Collection[str]) -> list[str]:
+    """The lines code frames may show of `text`: none unless it reads as a deploy file (one of
+    `top_keys`, the keys vllm-omni reads, as a block or flow mapping's key), and each line through
+    the redactor. A credential file that base_config names by mistake (an HF token file, a Docker
+    config.json) is never echoed; a deploy file's own `token: ...` line shows <redacted>."""
+    if not _is_deploy_text(text, tuple(sorted(top_keys))):
+        return []
+    from omni_deploy.redact import redact_line
+
+    return [redact_line(line) for line in source_lines(text)]
+
+
+@lru_cache(maxsize=4)
+def _top_key_pattern(keys: tuple[str, ...]) -> re.Pattern[str]:
+    names = "|".join(re.escape(k) for k in keys) or "(?!)"
+    return re.compile(rf"""(?m)(?:^[ \t]*(?:-[ \t]+)?|[{{,][ \t\r\n]*)["']?(?:{names})["']?[ \t]*:""")
+
+
+def _is_deploy_text(text: str, keys: tuple[str, ...]) -> bool:
+    return bool(_top_key_pattern(keys).search(text))
 
 
 def _escape(char: str) -> str:

@@ -30,14 +30,18 @@ class Column:
     style: str | None = None  # rich style of the cells, shown only with colour
 
 
+MAX_COLUMNS = 100_000  # a wider COLUMNS is no terminal's: ignored, as an unset one
+
+
 def width_for(stream: TextIO) -> int:
     """The terminal's width for a terminal; COLUMNS if set; else no limit."""
     try:
         tty = stream.isatty()
     except (AttributeError, ValueError):
         tty = False
-    columns = os.environ.get("COLUMNS", "")
-    if columns.isdigit() and int(columns) > 0:
+    columns = os.environ.get("COLUMNS", "").strip()
+    # ASCII digits, at most 6 (a 5,000-digit COLUMNS makes int() raise); 0 or past MAX_COLUMNS: unset.
+    if columns.isascii() and columns.isdigit() and len(columns) <= 6 and 0 < int(columns) <= MAX_COLUMNS:
         return int(columns)  # as shutil.get_terminal_size reads it, without importing shutil
     if tty:
         try:

@@ -12,7 +12,10 @@
   children, and any left at the end are stopped too.
 - Readiness: our own child alive, GET /health answering 200 and, when a model is expected,
   GET /v1/models listing it, polled until the deadline (a server may answer /health before its
-  model list; another server on the port never lists ours). Probes of a loopback address never
+  model list; another server on the port never lists ours). Once /health answers, /v1/models has
+  `models_grace` seconds to list the model (vLLM serves both from one app, so the gap is short):
+  past it, what /v1/models listed is said and we exit EXIT_SERVER_ERROR, however far off the
+  ready deadline is (a server of another model, or one whose list never comes, is no wait). Probes of a loopback address never
   go through a proxy (http_proxy would answer for a server that is not there).
 - Before ready: a child that exits, with any code, 0 included, is an error (its code, the tail
   of its log); past the deadline the tree is stopped (TERM, a grace period, KILL): a foreign
@@ -312,6 +315,9 @@ class Supervisor:
     # Told after each poll before ready: seconds waited and what the server answered.
     on_wait: Callable[[float, str], None] | None = None
     foreign: str | None = None  # what answered instead of our server, when one did
+    models_grace: float = 15.0  # seconds /v1/models has to list the model once /health answers
+    _health_since: float | None = None  # when /health first answered 200 without our model listed
+    _last_answer: str = "no answer yet"
     watchdog: subprocess.Popen[bytes] | None = None
     marker: str = field(default_factory=lambda: uuid.uuid4().hex)
     leftovers: list[str] = field(default_factory=list)  # processes stopped at the end: "pid (command)"
@@ -500,10 +506,19 @@ class Supervisor:
         served = served_models(self.base_url)
         if served is not None and self.expected_model in served:
             return True, "/health 200"
-        listed = ", ".join(served) if served else "nothing"
+        listed = ", ".join(served) if served else ("nothing" if served is not None else "no model list")
         if served:  # someone serves other models here: remembered, said at the deadline
             self.foreign = f"{self.base_url} serves {listed}, not {self.expected_model}"
+        if self._health_since is None:
+            self._health_since = time.monotonic()
         return False, f"/health 200, /v1/models lists {listed}"
+
+    def _models_overdue(self) -> str | None:
+        """What was seen, when /health has answered for `models_grace` s without our model listed."""
+        if self._health_since is None or time.monotonic() - self._health_since < self.models_grace:
+            return None
+        seen = self.foreign or f"{self.base_url} answers /health but its /v1/models lists {self._last_answer}"
+        return f"{seen} after {self.models_grace:g} s (want {self.expected_model})"
 
     def _supervise(self, reader: threading.Thread) -> int:
         assert self.child is not None
@@ -530,13 +545,22 @@ class Supervisor:
                     self.say(f"{self.foreign}: another server holds the port; stopping ours")
                     self.terminate_tree()
                     return EXIT_SERVER_ERROR
-                self.say(f"not ready after {self.ready_timeout:g} s; stopping the server and its workers")
+                self.say(
+                    f"not ready after {self.ready_timeout:g} s (last seen: {self._last_answer}); "
+                    "stopping the server and its workers"
+                )
                 self.terminate_tree()
                 self.timed_out = True
                 return EXIT_READY_TIMEOUT
             ready, answer = self._answer()
+            self._last_answer = answer.rsplit("/v1/models lists ", 1)[-1]
             if ready and self._kill_at is None and self.child.poll() is None:
                 break
+            overdue = self._models_overdue() if self._kill_at is None else None
+            if overdue is not None:
+                self.say(f"{overdue}; stopping the server and its workers")
+                self.terminate_tree()
+                return EXIT_SERVER_ERROR
             if self.on_wait is not None:
                 from omni_deploy.output.escape import for_terminal  # model ids come from the server
 

@@ -16,10 +16,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    import subprocess
+from typing import Any
 
 CHILD = Path(__file__).with_name("child.py")
 AUTO, ON, REQUIRE, OFF = "auto", "on", "require", "off"
@@ -28,6 +25,9 @@ DEFAULT_MEMORY_GIB = 16.0
 # What is read back of the child's records (a few hundred bytes a file) and the most any file it
 # writes may grow (RLIMIT_FSIZE): a named interpreter that floods is cut short, not read whole.
 MAX_RECORDS_BYTES = 64 * 1024 * 1024
+MAX_RECORD_LINES = 2000  # records read back, beyond those of the jobs themselves
+MAX_FIELD = 4000  # characters of one string in a record (a refusal message)
+MAX_ITEMS = 200  # entries of one list or mapping in a record
 MAX_WRITE_BYTES = 1024 * 1024 * 1024
 # An error of these types means the serving environment lacks something the pipeline's code
 # imports (the CI tier has no diffusers, for one): the file is undecided, not refused.
@@ -96,6 +96,10 @@ def interpreter_version(python: str, timeout_s: float = 30.0) -> tuple[str | Non
         from omni_deploy.bundled import installed_version
 
         version = installed_version("vllm-omni")
+        from omni_deploy.numbers import version_problem
+
+        if version and version_problem(version):
+            return None, f"the installed vllm-omni's metadata gives {version_problem(version)}"
         return (version, None) if version else (None, f"vllm-omni is not installed for {python}")
 
     probe = (
@@ -114,6 +118,11 @@ def interpreter_version(python: str, timeout_s: float = 30.0) -> tuple[str | Non
     version = done.stdout.strip()
     if done.returncode != 0:
         return None, f"{python} exited with {done.returncode}: {done.stderr.strip()[-200:]}"
+    from omni_deploy.numbers import version_problem
+
+    problem = version_problem(version)
+    if problem is not None:  # an answer no version parser should see (5,000 digits)
+        return None, f"{python} answered the version probe with {problem}"
     return (version, None) if version else (None, f"vllm-omni is not installed for {python}")
 
 
@@ -142,9 +151,14 @@ def _child_env() -> dict[str, str]:
 def run_child(
     python: str, jobs: list[Job], timeout_s: float, memory_gib: float
 ) -> tuple[list[dict[str, Any]], str, int | None, bool]:
-    """(records, stderr tail, exit code, timed out) of one child over `jobs`."""
-    import subprocess
+    """(records, stderr tail, exit code, timed out) of one child over `jobs`.
+
+    Through omni_deploy/children.py: the child runs in a process group of its own that is ended,
+    with anything it forked, on every exit path and on a SIGTERM of ours; its stdout is bounded
+    in bytes and lines before it is kept, and each record's strings are cut to MAX_FIELD chars."""
     import tempfile
+
+    from omni_deploy import children
 
     request = {
         "jobs": [
@@ -153,62 +167,43 @@ def run_child(
             for i, job in enumerate(jobs)
         ]
     }  # fmt: skip
-    with tempfile.TemporaryFile() as err, tempfile.TemporaryFile() as out:
-        process = subprocess.Popen(
-            [python, str(CHILD)],
-            stdin=subprocess.PIPE,
-            stdout=out,
-            stderr=err,
-            env=_child_env(),
-            preexec_fn=_limits(memory_gib),
-            start_new_session=True,
-            cwd=tempfile.gettempdir(),
-        )
-        timed_out = False
+    ran = children.run(
+        [python, str(CHILD)],
+        stdin=json.dumps(request).encode(),
+        env=_child_env(),
+        cwd=tempfile.gettempdir(),
+        timeout=timeout_s,
+        max_bytes=MAX_RECORDS_BYTES,
+        max_lines=MAX_RECORD_LINES + 8 * len(jobs),
+        preexec=_limits(memory_gib),
+    )
+    records = []
+    for line in ran.stdout.decode("utf-8", "replace").splitlines():
         try:
-            assert process.stdin is not None
-            try:
-                process.stdin.write(json.dumps(request).encode())
-                process.stdin.close()
-            except BrokenPipeError:
-                pass
-            process.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-        finally:
-            if process.poll() is None:
-                _stop(process)
-        out.seek(0)
-        records = []
-        for line in out.read(MAX_RECORDS_BYTES).decode("utf-8", "replace").splitlines():
-            try:
-                record = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(record, dict):
-                records.append(record)
-        err.seek(0, os.SEEK_END)
-        size = err.tell()
-        err.seek(max(0, size - 4000))
-        tail = err.read().decode("utf-8", "replace")
-    return records, tail, process.returncode, timed_out
-
-
-def _stop(process: subprocess.Popen[bytes]) -> None:
-    """Stop the child and anything it started (its own session)."""
-    import signal
-    import subprocess
-
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        try:
-            os.killpg(process.pid, sig)
-        except ProcessLookupError:
-            break
-        try:
-            process.wait(timeout=5)
-            break
-        except subprocess.TimeoutExpired:
+            record = json.loads(line)
+        except (ValueError, RecursionError):
             continue
+        if isinstance(record, dict):
+            records.append(_bounded(record))
+    tail = ran.stderr_tail.decode("utf-8", "replace")
+    if ran.why_stopped is not None and not ran.why_stopped.startswith("timed out"):
+        tail += f"\nthe check's child was stopped: it {ran.why_stopped}"
+    timed_out = bool(ran.why_stopped and ran.why_stopped.startswith("timed out"))
+    return records, tail, ran.returncode, timed_out
+
+
+def _bounded(value: Any, depth: int = 0) -> Any:
+    """A record with every string cut to MAX_FIELD characters and every list to MAX_ITEMS items
+    (a 4 MB refusal message is not worth 4 MB of findings, nor 150,000 swallowed errors)."""
+    if isinstance(value, str):
+        return value if len(value) <= MAX_FIELD else value[:MAX_FIELD] + f"... ({len(value)} characters)"
+    if depth > 8:
+        return None
+    if isinstance(value, dict):
+        return {str(k)[:200]: _bounded(v, depth + 1) for k, v in list(value.items())[:MAX_ITEMS]}
+    if isinstance(value, list):
+        return [_bounded(v, depth + 1) for v in value[:MAX_ITEMS]]
+    return value
 
 
 def _resolve(python: str) -> str:

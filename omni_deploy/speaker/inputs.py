@@ -13,6 +13,11 @@ import numpy as np
 from omni_deploy import guarded  # standard library only: the speaker side stays apart from config
 
 MAX_WAV_BYTES = 256 * 1024 * 1024  # a reference voice is seconds long; this is over 20 minutes
+# What a header may claim, checked before anything is allocated for it: a 1 Hz header resampled to
+# 16 kHz asks for 16,000 samples a sample (GBs), a 4.29 GHz one overflows the resampler.
+MIN_RATE, MAX_RATE = 4000, 384_000
+MAX_CHANNELS = 32
+MAX_SECONDS = 30 * 60
 
 
 @dataclass
@@ -36,9 +41,30 @@ def read_wav(path: Path) -> Reference:
     try:
         with wave.open(io.BytesIO(content), "rb") as handle:
             channels, width, rate = handle.getnchannels(), handle.getsampwidth(), handle.getframerate()
+            _check_header(path, channels, width, rate)
             raw = handle.readframes(handle.getnframes())
-    except (wave.Error, EOFError, OSError) as exc:
-        raise AudioError(f"{path}: not a readable PCM WAV file ({exc})") from None
+    except (wave.Error, EOFError, OSError, ValueError, OverflowError, MemoryError) as exc:
+        raise AudioError(f"{path}: not a readable PCM WAV file ({str(exc)[:200]})") from None
+    frame_bytes = width * channels
+    if len(raw) % frame_bytes:
+        raise AudioError(
+            f"{path}: truncated: its data ends inside a sample frame ({len(raw)} bytes of "
+            f"{frame_bytes}-byte frames); the file was cut short"
+        )
+    if not raw:
+        raise AudioError(f"{path}: holds no audio (0 sample frames)")
+    if len(raw) // frame_bytes > MAX_SECONDS * rate:
+        raise AudioError(
+            f"{path}: longer than {MAX_SECONDS // 60} minutes; a reference voice is seconds long"
+        )
+    data = _samples(raw, width)
+    if channels > 1:
+        data = data.reshape(-1, channels).mean(axis=1)
+    return Reference(path.name, data.astype(np.float32), rate)
+
+
+def _samples(raw: bytes, width: int) -> np.ndarray:
+    """Whole frames of `width`-byte little-endian PCM as float32 in [-1, 1]."""
     if width == 1:
         data = (np.frombuffer(raw, dtype=np.uint8).astype(np.float32) - 128.0) / 128.0
     elif width == 2:
@@ -52,13 +78,18 @@ def read_wav(path: Path) -> Reference:
         )
         ints = np.where(ints >= 1 << 23, ints - (1 << 24), ints)
         data = ints.astype(np.float32) / float(1 << 23)
-    elif width == 4:
+    else:  # 4, the only width _check_header leaves
         data = np.frombuffer(raw, dtype="<i4").astype(np.float32) / float(1 << 31)
-    else:
+    return data
+
+
+def _check_header(path: Path, channels: int, width: int, rate: int) -> None:
+    if not MIN_RATE <= rate <= MAX_RATE:
+        raise AudioError(f"{path}: sample rate {rate} Hz is out of range ({MIN_RATE}..{MAX_RATE} Hz)")
+    if not 1 <= channels <= MAX_CHANNELS:
+        raise AudioError(f"{path}: {channels} channels is out of range (1..{MAX_CHANNELS})")
+    if width not in (1, 2, 3, 4):
         raise AudioError(f"{path}: unsupported sample width {width}")
-    if channels > 1:
-        data = data.reshape(-1, channels).mean(axis=1)
-    return Reference(path.name, data.astype(np.float32), rate)
 
 
 def synthetic(

@@ -22,8 +22,52 @@ from omni_deploy import guarded
 MAX_MODEL_BYTES = 1024 * 1024 * 1024  # campplus.onnx is 28 MB; a stand-in about the same
 
 
+MAX_WORD = 160  # characters of one name (a node's, a tensor's) a message shows
+MAX_MESSAGE = 2000
+
+
 class SpeakerModelError(Exception):
-    """campplus.onnx cannot be read, or is not a CAM++ graph the loader can map completely."""
+    """campplus.onnx cannot be read, or is not a CAM++ graph the loader can map completely.
+
+    Its text is bounded whatever it quotes: a name of more than MAX_WORD characters (a node named
+    with 1 MB) is cut and its length said, and the whole message stops at MAX_MESSAGE."""
+
+    def __str__(self) -> str:
+        return bounded(super().__str__())
+
+
+def bounded(text: str) -> str:
+    """`text` with every run of MAX_WORD+ non-blank characters cut, and at most MAX_MESSAGE long."""
+    import re
+
+    def cut(match: re.Match[str]) -> str:
+        word = match.group()
+        return f"{word[:MAX_WORD]}...({len(word)} characters)"
+
+    text = re.sub(rf"[^\s'\",;()\[\]]{{{MAX_WORD + 1},}}", cut, text)
+    return text if len(text) <= MAX_MESSAGE else text[:MAX_MESSAGE] + "..."
+
+
+def _check_finite(model: Any, source: Path) -> None:
+    """Refuse weights that hold NaN or infinity: any embedding from them is NaN, and a parity of
+    NaN against NaN must not pass as a verdict (`min cosine nan`, exit 0)."""
+    import numpy as np
+    from onnx import TensorProto, numpy_helper
+
+    floats = {TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.FLOAT16}
+    for tensor in _tensors(model.graph):
+        if tensor.data_type not in floats:
+            continue
+        try:
+            values = numpy_helper.to_array(tensor)
+        except Exception as exc:  # a tensor whose data does not fit its shape
+            raise SpeakerModelError(f"{source}: tensor {tensor.name!r} cannot be read ({exc})") from None
+        if not np.isfinite(values).all():
+            bad = int(np.size(values) - np.isfinite(values).sum())
+            raise SpeakerModelError(
+                f"{source}: tensor {tensor.name!r} holds {bad} NaN or infinite value(s); "
+                "a model with non-finite weights is refused before any parity verdict"
+            )
 
 
 def _tensors(graph: Any) -> Iterator[Any]:
@@ -112,6 +156,7 @@ def load_model(path: str | os.PathLike[str]) -> Any:
     if not model.HasField("graph"):
         raise SpeakerModelError(f"{source}: not an ONNX model (it has no graph)")
     _inline_external(model, source)
+    _check_finite(model, source)
     return model
 
 
@@ -120,7 +165,11 @@ def ort_session(path: str | os.PathLike[str], threads: int | None = None) -> Any
     import onnxruntime
 
     model = load_model(path)
+    # ONNX Runtime's own log writes to fd 2 past our escaping: a warning quoting a 1 MB initializer
+    # name, in colour. Its errors still come back as exceptions, and those we bound.
+    onnxruntime.set_default_logger_severity(3)
     options = onnxruntime.SessionOptions()
+    options.log_severity_level = 3
     options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
     if threads is not None:
         options.intra_op_num_threads = threads

@@ -11,7 +11,7 @@ import torch
 from omni_deploy.speaker.encoder import SpeakerEncoder, get_encoder
 from omni_deploy.speaker.fbank import SAMPLE_RATE, fbank, resample
 from omni_deploy.speaker.inputs import Reference
-from omni_deploy.speaker.onnx_file import ort_session
+from omni_deploy.speaker.onnx_file import SpeakerModelError, ort_session
 
 
 @dataclass
@@ -47,6 +47,10 @@ def compare(
     cases = []
     for name, feat, mine in zip(names, feats, ours, strict=True):
         ref = session.run(None, {session.get_inputs()[0].name: feat[None].numpy()})[0][0]
+        if not (np.isfinite(mine).all() and np.isfinite(ref).all()):
+            # No verdict from NaN: a cosine of NaN compares false with every threshold.
+            which = "ours" if not np.isfinite(mine).all() else "ONNX Runtime's"
+            raise SpeakerModelError(f"the embedding of {name} is not finite ({which}); no parity verdict")
         a, b = _normalised(mine), _normalised(ref)
         cases.append(
             ParityCase(

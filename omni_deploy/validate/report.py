@@ -113,24 +113,29 @@ class _Painter:
 
 
 class _Sources:
-    """Each file's lines, read once, for the code frames (a file that cannot be read has none)."""
+    """Each file's lines, read once, for the code frames (a file that cannot be read has none, nor
+    one that does not read as a deploy file: output/frames.frame_lines; lines pass the redactor)."""
 
     def __init__(self, given: dict[str, str]) -> None:
-        from omni_deploy.output.frames import source_lines
-
-        self._lines: dict[str, list[str]] = {name: source_lines(text) for name, text in given.items()}
+        self._lines: dict[str, list[str]] = {name: _frame_lines(text) for name, text in given.items()}
 
     def lines(self, file: str) -> list[str]:
         if file not in self._lines:
             from omni_deploy.config.safe_read import read_text
             from omni_deploy.errors import ConfigError
-            from omni_deploy.output.frames import source_lines
 
             try:
-                self._lines[file] = source_lines(read_text(Path(file)))
+                self._lines[file] = _frame_lines(read_text(Path(file)))
             except (ConfigError, OSError):
                 self._lines[file] = []
         return self._lines[file]
+
+
+def _frame_lines(text: str) -> list[str]:
+    from omni_deploy.knowledge.keys import by_place
+    from omni_deploy.output.frames import frame_lines
+
+    return frame_lines(text, {*by_place("top"), "stage_id"})  # stage_id: a bare list of stages (E104)
 
 
 def _plural(count: int, word: str) -> str:

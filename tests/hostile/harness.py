@@ -49,7 +49,7 @@ READ_CAP = 8 * 1024 * 1024  # of each output stream, for the row's text checks
 _KNOWN_KEYS = {
     "id", "why", "setup", "prepare", "mutate", "run", "stdin", "env", "unset", "serve_env", "exit",
     "says", "never_says", "limit", "memory_mib", "signal", "parallel", "checks", "absent", "secret",
-    "needs", "helpers",
+    "needs", "helpers", "stdout", "cwd",
 }  # fmt: skip
 
 
@@ -94,7 +94,7 @@ class Scratch:
     port: int = field(default_factory=free_port)
     port2: int = field(default_factory=free_port)
     written: set[Path] = field(default_factory=set)  # files the setup made (not scanned for secrets)
-    kept: dict[Path, tuple[bytes, int]] = field(default_factory=dict)
+    kept: dict[Path, tuple[bytes, int, int, int]] = field(default_factory=dict)  # bytes, mode, uid, gid
 
     def fill(self, text: str) -> str:
         for name, value in (
@@ -134,7 +134,9 @@ def _block(depth: int, leaf: str = "x: 1") -> str:
     return "".join("  " * i + f"k{i}:\n" for i in range(depth)) + "  " * depth + leaf + "\n"
 
 
-_HELPERS: dict[str, Any] = {"nest": _nest, "block": _block, "str": str, "range": range, "len": len}
+_HELPERS: dict[str, Any] = {
+    "nest": _nest, "block": _block, "str": str, "range": range, "len": len, "bytes": bytes,
+}  # fmt: skip
 
 
 def build(scratch: Scratch, entries: list[dict[str, Any]]) -> None:
@@ -177,8 +179,15 @@ def _mode(path: Path, entry: dict[str, Any]) -> None:
 def _build_file(scratch: Scratch, path: Path, entry: dict[str, Any]) -> None:
     path.write_bytes(scratch.content(entry))
     _mode(path, entry)
-    if "owner" in entry:  # another user's file (the case needs root: `needs: root`)
-        os.chown(path, int(entry["owner"]), int(entry["owner"]))
+    if "owner" in entry:  # another user's file (the case needs root: `needs: root`): uid or uid:gid
+        uid, _, gid = str(entry["owner"]).partition(":")
+        os.chown(path, int(uid), int(gid or uid))
+
+
+def _build_symlink(scratch: Scratch, path: Path, entry: dict[str, Any]) -> None:
+    os.symlink(scratch.fill(entry["to"]), path)
+    if "owner" in entry:  # a link another user planted (the case needs root: `needs: root`)
+        os.lchown(path, int(entry["owner"]), int(entry["owner"]))
 
 
 def _build_fifo(scratch: Scratch, path: Path, entry: dict[str, Any]) -> None:
@@ -200,7 +209,7 @@ def _build_onnx(scratch: Scratch, path: Path, entry: dict[str, Any]) -> None:
 _BUILDERS: dict[str, Callable[[Scratch, Path, dict[str, Any]], None]] = {
     "file": _build_file,
     "fifo": _build_fifo,
-    "symlink": lambda scratch, path, entry: os.symlink(scratch.fill(entry["to"]), path),
+    "symlink": lambda scratch, path, entry: _build_symlink(scratch, path, entry),
     "sparse": _build_sparse,
     "onnx": _build_onnx,
     "copy": lambda scratch, path, entry: path.write_bytes(scratch.path(entry["from"]).read_bytes()),
@@ -225,7 +234,8 @@ def _build_one(scratch: Scratch, entry: dict[str, Any]) -> None:
         scratch.written.add(path)
     if entry.get("keep"):
         info = os.lstat(path)
-        scratch.kept[path] = (path.read_bytes() if stat.S_ISREG(info.st_mode) else b"", info.st_mode)
+        content = path.read_bytes() if stat.S_ISREG(info.st_mode) else b""
+        scratch.kept[path] = (content, info.st_mode, info.st_uid, info.st_gid)
 
 
 def remove_tree(root: Path) -> None:
@@ -282,16 +292,35 @@ def environment(scratch: Scratch, row: dict[str, Any], marker: str) -> dict[str,
     for name in row.get("unset", []):
         env.pop(name, None)
     for name, value in (row.get("env") or {}).items():
-        env[name] = scratch.fill(str(value))
+        env[name] = scratch.word(value)  # a string (placeholders filled) or {py: EXPR}
     return env
 
 
-def _limits(memory_mib: int) -> Any:
+def _limits(memory_mib: int, remove_cwd: bool = False, close_stdout: bool = False) -> Any:
     def apply() -> None:
         size = memory_mib * 1024 * 1024
         resource.setrlimit(resource.RLIMIT_AS, (size, size))
+        if close_stdout:  # `stdout: closed`: no fd 1 at all (as a shell's `>&-` leaves it)
+            os.close(1)
+        if remove_cwd:  # `cwd: {path: ..., removed: true}`: started in a folder deleted under it
+            os.rmdir(os.getcwd())
 
     return apply
+
+
+def _stdout(spec: str | None, path: Path) -> tuple[Any, Any]:
+    """What the case's stdout is: a file (default), closed (`closed`), or a pipe whose reader
+    has gone (`broken`); and the file the checks read (empty for the last two)."""
+    if spec is None:
+        return open(path, "wb"), None
+    path.write_bytes(b"")
+    if spec == "closed":
+        return subprocess.DEVNULL, None
+    if spec == "broken":
+        read_end, write_end = os.pipe()
+        os.close(read_end)
+        return write_end, write_end
+    raise AssertionError(f"unknown stdout {spec!r}")
 
 
 @dataclass
@@ -319,17 +348,31 @@ def run(scratch: Scratch, row: dict[str, Any], env: dict[str, str], index: int =
     else:
         stdin_path = Path(scratch.fill(stdin_spec)) if stdin_spec else Path(os.devnull)
     out_path, err_path = scratch.tmp / f".stdout{index}", scratch.tmp / f".stderr{index}"
-    with open(stdin_path, "rb") as stdin, open(out_path, "wb") as out, open(err_path, "wb") as err:
-        proc = subprocess.Popen(
-            argv,
-            cwd=scratch.tmp,
-            env=env,
-            stdin=stdin,
-            stdout=out,
-            stderr=err,
-            start_new_session=True,  # the case's processes are one group we can always kill
-            preexec_fn=_limits(int(row.get("memory_mib", 1024))),
-        )
+    out, pipe_end = _stdout(row.get("stdout"), out_path)
+    cwd_spec = row.get("cwd") or {}
+    cwd = scratch.path(cwd_spec["path"]) if cwd_spec else scratch.tmp
+    cwd.mkdir(parents=True, exist_ok=True)
+    try:
+        with open(stdin_path, "rb") as stdin, open(err_path, "wb") as err:
+            proc = subprocess.Popen(
+                argv,
+                cwd=cwd,
+                env=env,
+                stdin=stdin,
+                stdout=out,
+                stderr=err,
+                start_new_session=True,  # the case's processes are one group we can always kill
+                preexec_fn=_limits(
+                    int(row.get("memory_mib", 1024)),
+                    bool(cwd_spec.get("removed")),
+                    row.get("stdout") == "closed",
+                ),
+            )
+    finally:
+        if pipe_end is not None:
+            os.close(pipe_end)
+        elif out is not None and out != subprocess.DEVNULL:
+            out.close()
     return proc, out_path, err_path
 
 
@@ -339,7 +382,8 @@ def wait(proc: Any, out_path: Path, err_path: Path, row: dict[str, Any], started
     action = row.get("signal")
     if action:
         while time.monotonic() < deadline and proc.poll() is None:
-            if action["after"] in _read_capped(out_path) + _read_capped(err_path):
+            said = "after" in action and action["after"] in _read_capped(out_path) + _read_capped(err_path)
+            if said or ("after_file" in action and (out_path.parent / action["after_file"]).exists()):
                 time.sleep(float(action.get("delay", 0)))
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(proc.pid, getattr(signal, f"SIG{action['send']}"))
@@ -530,7 +574,38 @@ def _out_max_bytes(arg: Any, outcome: Outcome) -> str | None:
     return None if size <= int(str(arg)) else f"printed {size} bytes (limit {arg})"
 
 
+def _file_is(arg: Any, outcome: Outcome) -> str | None:
+    """A file the case wrote: its exact bytes (`text`, UTF-8, or `py`), and owner (uid:gid) and mode."""
+    path = outcome.out_path.parent / arg["path"]
+    info = os.lstat(path)
+    if "owner" in arg and f"{info.st_uid}:{info.st_gid}" != str(arg["owner"]):
+        return f"{arg['path']} is owned by {info.st_uid}:{info.st_gid}, not {arg['owner']}"
+    if "mode" in arg and stat.S_IMODE(info.st_mode) != int(str(arg["mode"]), 8):
+        return f"{arg['path']} has mode {oct(stat.S_IMODE(info.st_mode))}, not {arg['mode']}"
+    want = _expected_bytes(arg)
+    if want is not None and path.read_bytes() != want:
+        return f"{arg['path']} holds {path.read_bytes()[:300]!r}, not {want[:300]!r}"
+    return None
+
+
+def _stdout_is(arg: Any, outcome: Outcome) -> str | None:
+    """stdout's exact bytes (`text` as UTF-8, or `py`)."""
+    got, want = outcome.out_path.read_bytes(), _expected_bytes(arg)
+    return None if got == want else f"stdout is {got[:300]!r}, not {want[:300]!r}"
+
+
+def _expected_bytes(arg: dict[str, Any]) -> bytes | None:
+    if "py" in arg:
+        value = eval(arg["py"], {"__builtins__": {}, **_HELPERS})
+        return value.encode("utf-8", "surrogatepass") if isinstance(value, str) else bytes(value)
+    if "text" in arg:
+        return str(arg["text"]).replace("{root}", str(ROOT)).encode("utf-8", "surrogatepass")
+    return None
+
+
 _CHECKS: dict[str, Callable[[Any, Outcome], str | None]] = {
+    "file_is": _file_is,
+    "stdout_is": _stdout_is,
     "xml": _xml,
     "json": _json,
     "no_control": _no_control,

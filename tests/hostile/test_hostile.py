@@ -117,7 +117,7 @@ def _secret_leaks(scratch: Scratch) -> list[str]:
 
 def _damaged(scratch: Scratch) -> list[str]:
     problems = []
-    for path, (content, mode) in scratch.kept.items():
+    for path, (content, mode, uid, gid) in scratch.kept.items():
         try:
             info = os.lstat(path)
         except FileNotFoundError:
@@ -125,6 +125,8 @@ def _damaged(scratch: Scratch) -> list[str]:
             continue
         if info.st_mode != mode:
             problems.append(f"{path.name} changed mode {oct(mode)} -> {oct(info.st_mode)}")
+        elif (info.st_uid, info.st_gid) != (uid, gid):
+            problems.append(f"{path.name} changed owner {uid}:{gid} -> {info.st_uid}:{info.st_gid}")
         elif stat.S_ISREG(mode) and path.read_bytes() != content:
             problems.append(f"{path.name} was overwritten")
     return problems
