@@ -23,6 +23,7 @@ import os
 import re
 import resource
 import signal
+import shutil
 import socket
 import stat
 import subprocess
@@ -204,6 +205,7 @@ _BUILDERS: dict[str, Callable[[Scratch, Path, dict[str, Any]], None]] = {
     "sparse": _build_sparse,
     "onnx": _build_onnx,
     "copy": lambda scratch, path, entry: path.write_bytes(scratch.path(entry["from"]).read_bytes()),
+    "copy_tree": lambda scratch, path, entry: shutil.copytree(scratch.path(entry["from"]), path),
 }
 
 
