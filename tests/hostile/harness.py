@@ -22,8 +22,8 @@ import json
 import os
 import re
 import resource
-import signal
 import shutil
+import signal
 import socket
 import stat
 import subprocess
