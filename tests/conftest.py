@@ -9,9 +9,33 @@ import pytest
 from tests.support.leftovers import kill_all, leftovers, mark_session
 
 ROOT = Path(__file__).resolve().parents[1]
+TESTS = Path(__file__).resolve().parent
+# Where tests read every release's wheel through omni_deploy.knowledge.generate.wheel_tree, which
+# unpacks without a lock of its own: with pytest-xdist the controller unpacks them first (below).
+ALL_RELEASES_UNDER = (TESTS, TESTS / "knowledge", TESTS / "validate")
 DATA = Path(__file__).resolve().parent / "data"
 # Set at import, before any test starts a process: every child inherits it.
 SESSION = mark_session()
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Under pytest-xdist, before the workers start: the vllm-omni wheels unpacked once, whole, so
+    that no two workers download or unpack the same release at once (tests/support/cache_lock.py)."""
+    config = session.config
+    if hasattr(config, "workerinput") or not getattr(config.option, "numprocesses", None):
+        return  # a worker, or a run without xdist (one process: nothing races)
+    if "not upstream" in (config.option.markexpr or ""):
+        return
+    asked = {Path(str(arg).split("::")[0]).resolve() for arg in config.args}
+    if not asked & {p.resolve() for p in ALL_RELEASES_UNDER}:
+        return  # a part of the suite: the locked wheel_root() is enough
+    from omni_deploy.knowledge.versions import RELEASES
+    from tests.support.upstream import CACHE, unpacked
+
+    for version in RELEASES:
+        target = CACHE / f"vllm_omni-{version}"
+        if not (target / "vllm_omni" / "__init__.py").is_file():
+            unpacked(version, target)
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -36,17 +60,15 @@ def data_dir() -> Path:
 
 @pytest.fixture(scope="session")
 def standin_onnx() -> Path:
-    """A stand-in campplus.onnx (real structure, random weights), exported once into the cache."""
+    """A stand-in campplus.onnx (real structure, random weights), exported once into the cache (once
+    for all test processes: under a lock, renamed into place when whole)."""
     pytest.importorskip("torch")
     pytest.importorskip("onnx")
     from omni_deploy.speaker.standin import export_standin
+    from tests.support.cache_lock import made_once
     from tests.support.upstream import CACHE
 
-    path = CACHE / "campplus-standin-seed0.onnx"
-    if not path.is_file():
-        CACHE.mkdir(parents=True, exist_ok=True)
-        export_standin(path, seed=0)
-    return path
+    return made_once(CACHE / "campplus-standin-seed0.onnx", lambda partial: export_standin(partial, seed=0))
 
 
 @pytest.fixture
