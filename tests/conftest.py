@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,6 +17,33 @@ ALL_RELEASES_UNDER = (TESTS, TESTS / "knowledge", TESTS / "validate")
 DATA = Path(__file__).resolve().parent / "data"
 # Set at import, before any test starts a process: every child inherits it.
 SESSION = mark_session()
+# pytest-xdist's workers run with COLUMNS=80 and LINES=24 where the run itself had neither; output
+# fitted to the terminal (tables, code frames) must be tested as the run sees it. The controller
+# imports this file before it starts the workers, so they inherit what it recorded here.
+for _name in ("COLUMNS", "LINES"):
+    _seen = os.environ.get(f"OMNI_DEPLOY_TEST_RUN_{_name}")
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        os.environ[f"OMNI_DEPLOY_TEST_RUN_{_name}"] = os.environ.get(_name, "")
+    elif _seen == "":
+        os.environ.pop(_name, None)
+    elif _seen is not None:
+        os.environ[_name] = _seen
+
+
+# Tests that run for minutes on a 2-core machine (Triton's CPU interpreter running the kernels and
+# the whole CAM++ forward). Under pytest-xdist they are handed out first, so that they run beside
+# the rest of the suite instead of after it on one worker while the others wait (measured: a
+# 6-minute tail on 2 cores).
+SLOW_FIRST = ("tests/speaker/test_triton_kernels.py",)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return  # one process: the order of the files, as written
+    slow = [item for item in items if item.nodeid.startswith(SLOW_FIRST)]
+    if slow:
+        chosen = set(map(id, slow))
+        items[:] = slow + [item for item in items if id(item) not in chosen]
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:

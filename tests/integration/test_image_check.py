@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+pytest.importorskip("vllm_omni")  # the vllm tier (.ci/run); the main tier has neither vllm nor vllm-omni
 pytestmark = pytest.mark.vllm
 ROOT = Path(__file__).resolve().parents[2]
 
