@@ -158,13 +158,18 @@ def _record(prepared: Prepared, request: ServeRequest, deploy_file: str) -> dict
     )
 
 
-def real_run_outcome(prepared: Prepared, skip_preflight: bool, platform_refusal: str | None) -> str:
-    """What `serve` without --dry-run would do on this host with the same options."""
+def real_run_outcome(
+    prepared: Prepared, skip_preflight: bool, platform_refusal: str | None, port_taken: str | None = None
+) -> str:
+    """What `serve` without --dry-run would do on this host with the same options, checked in the
+    real run's order: the platform, preflight, then the port."""
     if platform_refusal is not None:
         return f"refuse (exit 2): {platform_refusal}"
     refusals = [] if skip_preflight else prepared.preflight.refusals
     if refusals:
         return f"refuse (exit 1): {len(refusals)} preflight refusal(s); nothing started, nothing written"
+    if port_taken is not None:
+        return f"refuse (exit 1): {port_taken}; nothing started, nothing written"
     return "start the server (and write its run directory)"
 
 

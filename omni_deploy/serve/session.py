@@ -14,7 +14,7 @@ from omni_deploy.errors import NoAccelerator
 from omni_deploy.host import VENDOR_TOOLS, detect_platform, probe_host
 from omni_deploy.knowledge.versions import default_target_version
 from omni_deploy.serve.launch import exec_server, supervise
-from omni_deploy.serve.ports import check_port_free
+from omni_deploy.serve.ports import PortInUse, check_port_free
 from omni_deploy.serve.prepare import check, decide, dry_run_text, real_run_outcome, refusal_lines, write_run
 from omni_deploy.serve.request import ServeRequest
 from omni_deploy.validate.report import text as report_text
@@ -43,6 +43,15 @@ def choose_platform(requested: str, dry_run: bool) -> PlatformChoice:
     if not dry_run:
         raise NoAccelerator(NO_ACCELERATOR)
     return PlatformChoice("cuda", "--platform auto found no accelerator on this host", NO_ACCELERATOR)
+
+
+def _port_taken(host: str, port: int) -> str | None:
+    """Why the real run could not listen on host:port now (None: it could); nothing is kept bound."""
+    try:
+        check_port_free(host, port)
+    except PortInUse as taken:
+        return str(taken)
+    return None
 
 
 def escaping(echo: Echo) -> Echo:
@@ -86,8 +95,10 @@ def run_serve(asked: ServeRequest, echo: Echo) -> int:
 
     register(secret_values(prepared.plan.argv, prepared.plan.env_changes))
     deploy_file = str(report.deployment.top)
+    headless = "--headless" in request.launch.passthrough
     if request.dry_run:
-        outcome = real_run_outcome(prepared, request.skip_preflight, choice.refusal)
+        taken = None if headless else _port_taken(request.launch.host, request.launch.port)
+        outcome = real_run_outcome(prepared, request.skip_preflight, choice.refusal, taken)
         if request.run_dir is not None:
             prepared = write_run(prepared, request, deploy_file)
         echo(dry_run_text(prepared, request.fmt, request.platform, outcome), False)
@@ -97,7 +108,6 @@ def run_serve(asked: ServeRequest, echo: Echo) -> int:
         echo(f"omni-deploy: {line}", True)
     if refused:
         return 1
-    headless = "--headless" in request.launch.passthrough
     if not headless:  # a headless node serves no API port
         check_port_free(request.launch.host, request.launch.port)
     prepared = write_run(prepared, request, deploy_file)

@@ -124,3 +124,21 @@ def test_the_dry_run_says_the_real_run_would_refuse(tmp_path: Path) -> None:
     assert "assumed: platform cuda (--platform auto found no accelerator on this host)" in lines
     assert lines[-1].startswith("real run on this host: refuse (exit 2): no accelerator found")
     assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+def test_the_dry_run_says_a_taken_port_would_stop_the_real_run(tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as held:  # a listener on a free port, held for the dry run's check
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        port = str(held.getsockname()[1])
+        done = _serve(tmp_path, "--dry-run", "--platform", "cuda", "--skip-preflight", "--port", port)
+    assert done.returncode == 0, done.stderr
+    last = done.stdout.splitlines()[-1]
+    assert last.startswith("real run on this host: refuse (exit 1): ") and port in last, last
+    free = _serve(tmp_path, "--dry-run", "--platform", "cuda", "--skip-preflight", "--port", port)
+    assert (
+        free.stdout.splitlines()[-1]
+        == "real run on this host: start the server (and write its run directory)"
+    )
