@@ -44,6 +44,17 @@ class Explanation:
     preparations: dict[str, Preparation | None] = field(default_factory=dict)
 
 
+def platform_origin(platform: str | None, backend_only: bool) -> str:
+    """What the platform reason of each decision says it came from: the option only when it was given."""
+    if platform == "all":
+        return "--platform all"
+    if platform is not None:
+        return "--platform"
+    if backend_only:
+        return "no --platform: every platform explained"
+    return "no --platform: cuda and the file's platform sections"
+
+
 def choose_platforms(deployment: Deployment, platform: str | None, backend_only: bool) -> tuple[str, ...]:
     """--platform: all five, one, or (default) all five for --backend, cuda plus the file's sections otherwise."""
     if platform == "all" or (platform is None and backend_only):
@@ -61,11 +72,16 @@ def explain(
     env: dict[str, str],
     override: Backend | None,
     target_version: str | None = None,
+    origin: str = "--platform",
 ) -> Explanation:
+    """`origin`: where `platforms` came from (`platform_origin`), as each decision's platform reason says."""
     info, extra = deployment.pipeline, deployment.code2wav_extra()
     decisions = {
         p: launch_spec(
-            deployment, LaunchOptions(platform=p, spk_backend=override), host=host, env=env
+            deployment,
+            LaunchOptions(platform=p, spk_backend=override, platform_origin=origin),
+            host=host,
+            env=env,
         ).decision
         for p in platforms
     }

@@ -182,14 +182,13 @@ def query_gpus() -> tuple[list[str], str]:
     return names, f"nvidia-smi: {len(names)} GPU(s)"
 
 
+# Each accelerator platform's vendor tool, in the order they are looked for on PATH.
+VENDOR_TOOLS = {"cuda": "nvidia-smi", "rocm": "rocm-smi", "npu": "npu-smi", "xpu": "xpu-smi"}
+
+
 def detect_platform() -> str | None:
     """The accelerator platform of this host, from the vendor tool on PATH (None: none found)."""
-    for tool, platform in (
-        ("nvidia-smi", "cuda"),
-        ("rocm-smi", "rocm"),
-        ("npu-smi", "npu"),
-        ("xpu-smi", "xpu"),
-    ):
+    for platform, tool in VENDOR_TOOLS.items():
         if shutil.which(tool):
             return platform
     return None

@@ -128,3 +128,20 @@ def test_every_command_takes_color_after_its_name(capsys: pytest.CaptureFixture[
     for path, command in _walk(cli, ["omni-deploy"]):
         if len(path) > 1:
             assert any(p.name == "color" for p in command.params), " ".join(path)
+
+
+def test_readme_command_table_is_current() -> None:
+    """The README's command table is generated from the commands (issue 33: it listed validate twice
+    and left out options the findings ask for)."""
+    from omni_deploy.cli_reference import readme_table, replace_table
+
+    readme = (ROOT / "README.md").read_text()
+    assert readme == replace_table(readme), (
+        "regenerate: python -m omni_deploy.cli_reference --readme README.md"
+    )
+    rows = [line for line in readme_table().splitlines()[2:]]
+    commands = [row.split("`")[1].split(" [")[0].split(" FILE")[0] for row in rows]
+    assert len(commands) == len(set(commands))  # one row per command
+    validate = next(row for row in rows if row.startswith("| `omni-deploy validate"))
+    for option in ("--model-config", "--pipeline", "--stdin-filename", "--skip-non-deploy"):
+        assert f"`{option}`" in validate

@@ -26,6 +26,7 @@ PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 NEEDS = [
     (r"omni-deploy serve (?!.*--dry-run)", "starts vllm serve: needs a GPU, vllm and the model"),
     (r"omni-deploy bench (run|ab) (?!.*--dry-run)", "needs a running server and the Seed-TTS data"),
+    (r"bench inputs --from ~/", "needs a Seed-TTS evaluation checkout (the stand-in one's line runs)"),
     (r"omni-deploy spk (parity|bench)", "needs the model's campplus.onnx and, for its figures, a GPU"),
     (r"\$MODEL_PATH|/models/", "needs the model on disk"),
     (r"bench report results/", "needs the results of a bench run"),

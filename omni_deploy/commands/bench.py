@@ -38,7 +38,8 @@ _SWEEP_OPTIONS = [
         "--dataset-path",
         required=True,
         type=click.Path(exists=True, file_okay=False, path_type=Path),
-        help="Seed-TTS input directory (meta.lst and reference WAVs).",
+        help="Seed-TTS input folder: en/meta.lst and the WAVs it names (`bench inputs` lays one out; "
+        "files are checked against its manifest.json).",
     ),
     click.option(
         "--tokenizer",
@@ -121,8 +122,14 @@ def sweep_options(f: Any) -> Any:
 
 
 def _sweep(base_url: str, kw: dict[str, Any], order: str) -> Any:
+    from omni_deploy.bench.inputs import check_folder
     from omni_deploy.bench.protocol import SweepOptions, load_extra_body
 
+    extra_body = load_extra_body(kw["extra_body"])
+    # Before anything runs (also for --dry-run: it says what the run would do): requests to send.
+    check_folder(kw["dataset_path"])
+    if kw["warmup"] > 0 and kw["warmup_path"] is not None:
+        check_folder(kw["warmup_path"], option="--warmup-path")
     return SweepOptions(
         base_url=base_url.rstrip("/"),
         model=kw["served_model_name"] or kw["model"],  # the name requests carry
@@ -136,7 +143,7 @@ def _sweep(base_url: str, kw: dict[str, Any], order: str) -> Any:
         warmup_path=kw["warmup_path"],
         warmup_concurrency=kw["warmup_concurrency"],
         order=order,
-        extra_body=load_extra_body(kw["extra_body"]),
+        extra_body=extra_body,
         result_dir=kw["result_dir"],
         ready_check_timeout=int(kw["ready_timeout"]),
     )
@@ -144,7 +151,7 @@ def _sweep(base_url: str, kw: dict[str, Any], order: str) -> Any:
 
 @click.group(short_help="Run, report and compare serving benchmarks.")
 def bench() -> None:
-    """Serving benchmark: sweeps with `vllm bench serve --omni`, reports, A/B comparisons."""
+    """Serving benchmark: inputs laid out, sweeps with `vllm bench serve --omni`, reports, A/B comparisons."""
 
 
 @bench.command("run", short_help="Sweep concurrencies against a running server.")
@@ -175,6 +182,54 @@ def run(base_url: str, order: str, **kw: Any) -> int:
         done = sweep_server(steps, options.base_url, kw["ready_timeout"], options.result_dir, say, as_json)
     if as_json:
         click.echo(steps_json(steps, options.result_dir, done, kw["dry_run"]))
+    return 0
+
+
+@bench.command("inputs", short_help="Lay out the Seed-TTS inputs from an evaluation checkout.")
+@click.option(
+    "--from",
+    "checkout",
+    required=True,
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="A Seed-TTS evaluation checkout (seed-tts-eval's layout: en/meta.lst and the WAVs it names).",
+)
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("inputs"),
+    show_default=True,
+    help="Folder for evaluation/ and warmup/ (neither may exist: nothing is overwritten).",
+)
+@click.option(
+    "--evaluation",
+    type=Count(1, 10**6),
+    default=64,
+    show_default=True,
+    help="Evaluation requests: the first N usable rows of meta.lst.",
+)
+@click.option(
+    "--warmup",
+    type=Count(0, 10**6),
+    default=32,
+    show_default=True,
+    help="Warm-up requests: the next N rows (disjoint from the evaluation ones; 0: no warmup/).",
+)
+def inputs(checkout: Path, out: Path, evaluation: int, warmup: int) -> int:
+    """Lay out a Seed-TTS evaluation checkout's meta.lst rows and WAVs into OUT/evaluation/ and
+    OUT/warmup/, as `bench run --dataset-path` and `--warmup-path` read them.
+
+    Deterministic: the rows are taken in meta.lst's order, so the same checkout gives the same
+    folders. Each folder gets a manifest.json with every file's SHA-256, which `bench run` checks.
+    Everything is checked before anything is written.
+    """
+    from omni_deploy.bench.inputs import lay_out, plan_layout
+
+    plan = plan_layout(checkout, "en", warmup, evaluation)  # the protocol's requests are English
+    written = lay_out(plan, out)
+    for name, folder in written.items():
+        click.echo(f"{name}: {len(plan.subsets[name])} request(s) in {folder} ({folder / 'manifest.json'})")
+    warm = f" --warmup {warmup} --warmup-path {written['warmup']}" if "warmup" in written else ""
+    click.echo(f"next: omni-deploy bench run --base-url URL --dataset-path {written['evaluation']}{warm}")
     return 0
 
 

@@ -58,7 +58,7 @@ def explain(
     """
     from omni_deploy.cli_inputs import load_deployment, read_one_input
     from omni_deploy.cli_settings import resolve
-    from omni_deploy.explain import as_json, as_text, choose_platforms, explain
+    from omni_deploy.explain import as_json, as_text, choose_platforms, explain, platform_origin
     from omni_deploy.host import assumed_host, probe_host
 
     target = resolve(target_version).target_version
@@ -71,6 +71,7 @@ def explain(
         host.server_reports, host.server_reports_from = last_server_reports(default_runs_root())
     platforms = choose_platforms(deployment, platform, backend)
     override = backend_choice(spk_backend)
-    explanation = explain(deployment, platforms, backend, host, dict(os.environ), override, target)
+    origin = platform_origin(platform, backend)
+    explanation = explain(deployment, platforms, backend, host, dict(os.environ), override, target, origin)
     click.echo(as_json(explanation) if fmt == "json" else as_text(explanation))
     return 0

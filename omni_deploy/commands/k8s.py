@@ -24,7 +24,8 @@ if TYPE_CHECKING:
     "--image",
     default=DEFAULT_IMAGE,
     show_default=True,
-    help="Container image with vllm-omni and omni-deploy (docs/kubernetes.md says how to build it).",
+    help="Container image with vllm, vllm-omni and omni-deploy: build and push docker/Dockerfile "
+    "(docs/kubernetes.md); the default is not published anywhere.",
 )
 @click.option(
     "--name", default=None, help=f"Name of the objects (a DNS-1123 label; default: {K8sOptions.name})."
@@ -163,7 +164,10 @@ if TYPE_CHECKING:
 def k8s(
     file: str | None, shm_size_gib: int | None, target_version: str | None, fmt: str, **params: Any
 ) -> int:
-    """Print Kubernetes manifests that serve FILE.
+    """Print Kubernetes manifests that serve FILE, in the image --image names.
+
+    Build that image first and push it to your registry: docker/Dockerfile (docs/kubernetes.md);
+    nothing is published under the default name, so pods given it cannot pull.
 
     FILE defaults to the project's deploy file (see `validate`; with several, name one), else the
     bundled MiniCPM-o 4.5 turn profile. A ConfigMap with the deploy file exactly as `omni-deploy serve` renders it, a Deployment when
@@ -188,10 +192,20 @@ def k8s(
         click.echo("omni-deploy: no manifests: the deploy file does not pass validation", err=True)
         return 1
     objects = build(deployment, options, target, shm_size_gib)
-    for note in notes(options, objects):
+    for note in [*_default_image_note(options.image), *notes(options, objects)]:
         click.echo(f"omni-deploy: note: {note}", err=True)
     click.echo(to_json(objects) if fmt == "json" else to_yaml(objects), nl=False)
     return 0
+
+
+def _default_image_note(image: str) -> list[str]:
+    """The default image is a name, not a published build: say so where the operator looks first."""
+    if image != DEFAULT_IMAGE:
+        return []
+    return [
+        f"--image is the default {DEFAULT_IMAGE}, which nobody publishes: the pods cannot pull it. "
+        "Build and push docker/Dockerfile (docs/kubernetes.md), then pass --image REGISTRY/NAME:TAG"
+    ]
 
 
 def _validated(file: str | None, options: K8sOptions, settings: Settings) -> Deployment | None:

@@ -55,7 +55,7 @@ class PassthroughCommand(click.Command):
     type=PlatformType("auto"),
     default="auto",
     show_default=True,
-    help="Platform to render for and start on, any case; auto: this host's accelerator (cuda for --dry-run).",
+    help="Platform to render for and start on, any case; auto: this host's accelerator (a dry run on a host without one assumes cuda and says so).",
 )
 @click.option("--host", default=LaunchOptions.host, show_default=True, help="Address the server listens on.")
 @click.option(
@@ -154,6 +154,6 @@ def serve(
     settings = resolve(target_version)
     request = ServeRequest(
         one_file_name(file), platform, settings.target_version, launch, run_dir, dry_run, skip_preflight,
-        no_wait, ready_timeout, stop_grace, fmt, settings.ignore, settings.strict,
+        no_wait, ready_timeout, stop_grace, fmt, settings.ignore, settings.strict, settings.target_from,
     )  # fmt: skip
     return run_serve(request, _echo)

@@ -26,6 +26,9 @@ class LaunchOptions:
     spk_backend: Backend | None = None  # None: what the file says
     extra_env: dict[str, str] = field(default_factory=dict)
     passthrough: tuple[str, ...] = ()
+    # Where `platform` came from, as explain and the dry run label it: "--platform", "detected: ...",
+    # "assumed: ..." (the speaker decision's platform reason says it).
+    platform_origin: str = "--platform"
 
 
 def _flag_value(args: tuple[str, ...], flag: str) -> str | None:

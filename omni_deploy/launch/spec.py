@@ -11,6 +11,7 @@ Pure: nothing is probed, started or written here.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
@@ -71,4 +72,14 @@ def launch_spec(
     decision = speaker_decision(
         deployment, options.platform, env=dict(env), host=host, override=options.spk_backend
     )
-    return LaunchSpec(deployment, options, env, decision)
+    return LaunchSpec(deployment, options, env, _platform_from(decision, options.platform_origin))
+
+
+def _platform_from(decision: SpeakerDecision, origin: str) -> SpeakerDecision:
+    """The decision with its platform reason labelled by where the platform really came from (the
+    rules only know the platform they were given, not whether an option, a probe or a default named it)."""
+    reasons = [
+        dataclasses.replace(r, origin=origin) if r.setting == "platform" and r.origin == "--platform" else r
+        for r in decision.reasons
+    ]
+    return dataclasses.replace(decision, reasons=reasons)

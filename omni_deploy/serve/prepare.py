@@ -1,10 +1,10 @@
-"""serve, step 1: validate, take the launch spec (speaker decision, rendered file, command), write
-it into a fresh run directory.
+"""serve, step 1: validate, take the launch spec (speaker decision, rendered file, command), and,
+once nothing refuses it, write it into a fresh run directory.
 
-Nothing is started here. The host snapshot is taken once by the caller and passed in: preflight
-checks this host with it; the speaker decision is made for the serving host, which is this host
-when we launch and the intended one (omni-deploy[speaker] installed) for --dry-run and
---skip-preflight.
+Nothing is started here. The host snapshot is taken once by the caller and passed in; the dry run
+and the real run decide with the same one (`serving_host`), so a dry run tells what the real run
+would do on this host. Only --skip-preflight decides for the intended serving host (omni-deploy
+[speaker] installed) instead of this one, for both. `assumptions` lists every such choice.
 """
 
 from __future__ import annotations
@@ -33,8 +33,9 @@ class Prepared:
     spec: LaunchSpec
     plan: LaunchPlan
     preflight: Preflight
-    directory: Path | None  # None: a dry run without --run-dir writes nothing
+    directory: Path | None  # None: nothing written (a refused run, or a dry run without --run-dir)
     config_path: Path | None
+    assumptions: list[str] = dataclasses.field(default_factory=list)
 
     @property
     def decision(self) -> SpeakerDecision:
@@ -45,11 +46,30 @@ class Prepared:
         return self.spec.rendered.notes
 
 
-def serving_host(host: HostCaps, launching: bool) -> HostCaps:
-    """The host the speaker decision is for: this one when we launch, else the intended serving host."""
-    if launching:
+def serving_host(host: HostCaps, skip_preflight: bool) -> HostCaps:
+    """The host the speaker decision is for: this one, the same for the dry run and the real run;
+    with --skip-preflight (this host is not checked) the intended serving host, also for both."""
+    if not skip_preflight:
         return host
     return dataclasses.replace(host, probed=False, torch=True, onnx=True, plugin_registered=True)
+
+
+def _yes(flag: bool) -> str:
+    return "yes" if flag else "no"
+
+
+def host_assumption(host: HostCaps, skip_preflight: bool) -> str:
+    """What the speaker decision took the serving host to be, in one line."""
+    if skip_preflight:
+        return (
+            "speaker backend decided for a serving host with omni-deploy[speaker] and its vLLM plugin "
+            "installed (--skip-preflight: this host is not read)"
+        )
+    return (
+        f"speaker backend decided for this host as probed: torch {_yes(host.torch)}, onnx {_yes(host.onnx)}, "
+        f"omni-deploy plugin {'registered' if host.plugin_registered else 'not registered'}, "
+        f"vllm-omni {host.vllm_omni or 'not installed'}, GPUs: {host.gpu_query}"
+    )
 
 
 def check(request: ServeRequest) -> FileReport:
@@ -63,6 +83,47 @@ def check(request: ServeRequest) -> FileReport:
     return validate_file(request.file, options)
 
 
+def decide(
+    request: ServeRequest,
+    deployment: Deployment,
+    host: HostCaps,
+    env: dict[str, str],
+    warn: Callable[[str], None],
+) -> Prepared:
+    """The launch spec, its preflight and its assumptions, with nothing written (the plan names the
+    run directory's files as placeholders; `write_run` makes them real).
+
+    `warn` hears the speaker decision's warnings as soon as it is made (before a bad passthrough
+    argument stops us).
+    """
+    spec = launch_spec(deployment, request.launch, host=serving_host(host, request.skip_preflight), env=env)
+    for warning in spec.decision.warnings:
+        warn(warning)
+    spec.check_passthrough()
+    _ = spec.rendered  # now: a platform section that cannot apply refuses before anything is written
+    preflight = run_preflight(request.launch.model, request.platform, spec.decision.speaker_backend, host)
+    assumptions = [
+        f"platform {request.platform} ({request.launch.platform_origin})",
+        f"checked against vllm-omni {request.target_version} ({request.target_from or 'asked'})",
+        host_assumption(host, request.skip_preflight),
+        *(f"preflight: {note}" for note in preflight.notes),
+    ]
+    plan = spec.plan("<run dir>/deploy.yaml", report_dir="<run dir>/" + REPORT_SUBDIR)
+    return Prepared(spec, plan, preflight, None, None, assumptions)
+
+
+def write_run(prepared: Prepared, request: ServeRequest, deploy_file: str) -> Prepared:
+    """The run directory with the rendered file and the record (deploy.yaml, launch.json); called only
+    once nothing refuses the run (or for a dry run given --run-dir)."""
+    directory = make_run_dir(request.run_dir)
+    config_path = directory / "deploy.yaml"
+    write_new(config_path, prepared.spec.rendered.text)
+    plan = prepared.spec.plan(str(config_path), report_dir=str(directory / REPORT_SUBDIR))
+    written = dataclasses.replace(prepared, plan=plan, directory=directory, config_path=config_path)
+    write_record(directory, _record(written, request, deploy_file))
+    return written
+
+
 def prepare(
     request: ServeRequest,
     deployment: Deployment,
@@ -70,29 +131,11 @@ def prepare(
     env: dict[str, str],
     warn: Callable[[str], None],
 ) -> Prepared:
-    """The launch spec, and its rendered file and record in the run directory (deploy.yaml, launch.json).
-
-    `warn` hears the speaker decision's warnings as soon as it is made (before a bad passthrough
-    argument or an unusable --run-dir stops us).
-    """
-    launching = not (request.dry_run or request.skip_preflight)
-    spec = launch_spec(deployment, request.launch, host=serving_host(host, launching), env=env)
-    rendered = spec.rendered
-    for warning in spec.decision.warnings:
-        warn(warning)
-    spec.check_passthrough()
-    preflight = run_preflight(request.launch.model, request.platform, spec.decision.speaker_backend, host)
-    # A dry run leaves nothing behind unless asked to: no run directory without --run-dir.
+    """`decide`, then `write_run` unless it is a dry run without --run-dir (which writes nothing)."""
+    prepared = decide(request, deployment, host, env, warn)
     if request.dry_run and request.run_dir is None:
-        plan = spec.plan("<run dir>/deploy.yaml", report_dir="<run dir>/" + REPORT_SUBDIR)
-        return Prepared(spec, plan, preflight, None, None)
-    directory = make_run_dir(request.run_dir)
-    config_path = directory / "deploy.yaml"
-    write_new(config_path, rendered.text)
-    plan = spec.plan(str(config_path), report_dir=str(directory / REPORT_SUBDIR))
-    prepared = Prepared(spec, plan, preflight, directory, config_path)
-    write_record(directory, _record(prepared, request, str(deployment.top)))
-    return prepared
+        return prepared
+    return write_run(prepared, request, str(deployment.top))
 
 
 def _record(prepared: Prepared, request: ServeRequest, deploy_file: str) -> dict[str, Any]:
@@ -109,13 +152,30 @@ def _record(prepared: Prepared, request: ServeRequest, deploy_file: str) -> dict
                 "notes": prepared.preflight.notes,
             },
             "notes": prepared.notes,
+            "assumptions": prepared.assumptions,
             "run_dir": str(prepared.directory),
         },
     )
 
 
-def dry_run_text(prepared: Prepared, fmt: str, platform: str = "") -> str:
-    """What --dry-run prints: the command, environment changes, the decision, would-be refusals."""
+def real_run_outcome(
+    prepared: Prepared, skip_preflight: bool, platform_refusal: str | None, port_taken: str | None = None
+) -> str:
+    """What `serve` without --dry-run would do on this host with the same options, checked in the
+    real run's order: the platform, preflight, then the port."""
+    if platform_refusal is not None:
+        return f"refuse (exit 2): {platform_refusal}"
+    refusals = [] if skip_preflight else prepared.preflight.refusals
+    if refusals:
+        return f"refuse (exit 1): {len(refusals)} preflight refusal(s); nothing started, nothing written"
+    if port_taken is not None:
+        return f"refuse (exit 1): {port_taken}; nothing started, nothing written"
+    return "start the server (and write its run directory)"
+
+
+def dry_run_text(prepared: Prepared, fmt: str, platform: str = "", outcome: str = "") -> str:
+    """What --dry-run prints: the command, environment changes, the decision, the assumptions it
+    made, would-be refusals and what the real run would do."""
     plan, decision, refusals = prepared.plan, prepared.decision, prepared.preflight.refusals
     config = str(prepared.config_path) if prepared.config_path is not None else None
     if fmt == "json":
@@ -129,7 +189,9 @@ def dry_run_text(prepared: Prepared, fmt: str, platform: str = "") -> str:
             "platform": platform,
             "speaker_backend": decision.speaker_backend,
             "notes": prepared.notes,
+            "assumptions": prepared.assumptions,
             "preflight_refusals": [r.message for r in refusals],
+            "real_run": outcome,
         }
         return dumps(out)
     lines = [plan.shell()]
@@ -141,8 +203,11 @@ def dry_run_text(prepared: Prepared, fmt: str, platform: str = "") -> str:
         else "config: not written (a dry run writes nothing; --run-dir DIR keeps the rendered config)"
     )
     lines.append(f"speaker backend: {decision.speaker_backend} [{decision.provider}]")
+    lines += [f"assumed: {a}" for a in prepared.assumptions]
     lines += [f"note: {note}" for note in prepared.notes]
     lines += [f"preflight would refuse: {r.message}" + (f" ({r.hint})" if r.hint else "") for r in refusals]
+    if outcome:
+        lines.append(f"real run on this host: {outcome}")
     return "\n".join(lines)
 
 
@@ -153,5 +218,5 @@ def refusal_lines(prepared: Prepared, skip_preflight: bool) -> tuple[list[str], 
     refusals = prepared.preflight.refusals
     lines = [f"preflight: {r.message}" + (f" ({r.hint})" if r.hint else "") for r in refusals]
     if refusals:
-        lines.append(f"nothing started; run record in {prepared.directory}")
+        lines.append("nothing started, nothing written")
     return lines, refusals

@@ -29,3 +29,4 @@ class ServeRequest:
     fmt: str = "text"
     ignore: frozenset[str] = frozenset()  # the project's settings, as validate applies them
     strict: bool = False
+    target_from: str = ""  # where target_version came from (an option, a variable, a file, a default)

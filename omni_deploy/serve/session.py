@@ -8,27 +8,50 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from omni_deploy.errors import NoAccelerator
-from omni_deploy.host import detect_platform, probe_host
+from omni_deploy.host import VENDOR_TOOLS, detect_platform, probe_host
 from omni_deploy.knowledge.versions import default_target_version
 from omni_deploy.serve.launch import exec_server, supervise
-from omni_deploy.serve.ports import check_port_free
-from omni_deploy.serve.prepare import check, dry_run_text, prepare, refusal_lines
+from omni_deploy.serve.ports import PortInUse, check_port_free
+from omni_deploy.serve.prepare import check, decide, dry_run_text, real_run_outcome, refusal_lines, write_run
 from omni_deploy.serve.request import ServeRequest
 from omni_deploy.validate.report import text as report_text
 
 Echo = Callable[[str, bool], None]  # (text, to stderr)
 
 
-def choose_platform(requested: str, lenient: bool) -> str:
-    """--platform as given, else this host's accelerator; cuda for a dry run on a host without one."""
+NO_ACCELERATOR = "no accelerator found (nvidia-smi, rocm-smi, npu-smi, xpu-smi on PATH); pass --platform"
+
+
+@dataclass(frozen=True)
+class PlatformChoice:
+    name: str
+    origin: str  # what the dry run and the decision's platform reason say it came from
+    refusal: str | None = None  # why the real run would stop here (a dry run goes on, assuming `name`)
+
+
+def choose_platform(requested: str, dry_run: bool) -> PlatformChoice:
+    """--platform as given, else this host's accelerator. Without one the real run refuses (exit 2);
+    a dry run goes on for cuda, says it assumed so, and says the real run would refuse."""
     if requested != "auto":
-        return requested
-    found = detect_platform() or ("cuda" if lenient else None)
-    if found is None:
-        raise NoAccelerator("no accelerator found (nvidia-smi, rocm-smi, npu-smi, xpu-smi); pass --platform")
-    return found
+        return PlatformChoice(requested, "--platform")
+    found = detect_platform()
+    if found is not None:
+        return PlatformChoice(found, f"--platform auto: {VENDOR_TOOLS[found]} on PATH")
+    if not dry_run:
+        raise NoAccelerator(NO_ACCELERATOR)
+    return PlatformChoice("cuda", "--platform auto found no accelerator on this host", NO_ACCELERATOR)
+
+
+def _port_taken(host: str, port: int) -> str | None:
+    """Why the real run could not listen on host:port now (None: it could); nothing is kept bound."""
+    try:
+        check_port_free(host, port)
+    except PortInUse as taken:
+        return str(taken)
+    return None
 
 
 def escaping(echo: Echo) -> Echo:
@@ -42,14 +65,21 @@ def escaping(echo: Echo) -> Echo:
 
 
 def run_serve(asked: ServeRequest, echo: Echo) -> int:
-    """`asked.platform` may be "auto" and `asked.target_version` empty: both are settled here."""
+    """`asked.platform` may be "auto" and `asked.target_version` empty: both are settled here.
+
+    A run that refuses (validation, preflight, a taken port) writes nothing: the run directory is
+    made only once the server is about to start.
+    """
     echo = escaping(echo)
-    platform = choose_platform(asked.platform, asked.skip_preflight or asked.dry_run)
+    choice = choose_platform(asked.platform, asked.dry_run)
     request = dataclasses.replace(
         asked,
-        platform=platform,
+        platform=choice.name,
         target_version=asked.target_version or default_target_version(),
-        launch=dataclasses.replace(asked.launch, platform=platform),
+        target_from=asked.target_from
+        if asked.target_version
+        else "installed vllm-omni, else the newest release",
+        launch=dataclasses.replace(asked.launch, platform=choice.name, platform_origin=choice.origin),
     )
     report = check(request)
     if any(f.severity != "info" for f in report.findings):
@@ -58,23 +88,30 @@ def run_serve(asked: ServeRequest, echo: Echo) -> int:
         echo("omni-deploy: validation failed; nothing started", True)
         return 1
     env = dict(os.environ)
-    prepared = prepare(
+    prepared = decide(
         request, report.deployment, probe_host(), env, lambda w: echo(f"omni-deploy: warning: {w}", True)
     )
     from omni_deploy.redact import register, secret_values
 
     register(secret_values(prepared.plan.argv, prepared.plan.env_changes))
+    deploy_file = str(report.deployment.top)
+    headless = "--headless" in request.launch.passthrough
     if request.dry_run:
-        echo(dry_run_text(prepared, request.fmt, request.platform), False)
+        taken = None if headless else _port_taken(request.launch.host, request.launch.port)
+        outcome = real_run_outcome(prepared, request.skip_preflight, choice.refusal, taken)
+        if request.run_dir is not None:
+            prepared = write_run(prepared, request, deploy_file)
+        echo(dry_run_text(prepared, request.fmt, request.platform, outcome), False)
         return 0
     lines, refused = refusal_lines(prepared, request.skip_preflight)
     for line in lines:
         echo(f"omni-deploy: {line}", True)
     if refused:
         return 1
-    plan, decision = prepared.plan, prepared.decision
-    if "--headless" not in request.launch.passthrough:  # a headless node serves no API port
+    if not headless:  # a headless node serves no API port
         check_port_free(request.launch.host, request.launch.port)
+    prepared = write_run(prepared, request, deploy_file)
+    plan, decision = prepared.plan, prepared.decision
     child_env = plan.child_env(env)
     echo(f"omni-deploy: {plan.shell()}", False)
     echo(
@@ -83,7 +120,6 @@ def run_serve(asked: ServeRequest, echo: Echo) -> int:
     )
     if request.no_wait:
         exec_server(plan, child_env)
-    headless = "--headless" in request.launch.passthrough
     supervise(
         prepared,
         child_env,

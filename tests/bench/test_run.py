@@ -5,12 +5,20 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 from tests.serve.conftest import ROOT, STANDIN_BIN, fake_dist_info, free_port
 from tests.support.json_shapes import assert_shape
+
+SEED_TTS_STANDIN = ROOT / "tests" / "data" / "bench" / "seed-tts-checkout"
+
+
+def _seed_inputs(folder: Path) -> None:
+    """A Seed-TTS input folder a sweep accepts (en/meta.lst and its WAVs): the stand-in checkout."""
+    shutil.copytree(SEED_TTS_STANDIN, folder)
 
 
 def _env(tmp_path: Path) -> dict[str, str]:
@@ -72,7 +80,7 @@ def _cli(env: dict[str, str], *args: str, timeout: float = 120) -> subprocess.Co
 
 
 def test_dry_run_prints_the_whole_sweep(tmp_path: Path) -> None:
-    (tmp_path / "inputs").mkdir()
+    _seed_inputs(tmp_path / "inputs")
     done = _cli(
         _env(tmp_path),
         "bench",
@@ -118,7 +126,7 @@ def test_run_then_report_against_stand_ins(tmp_path: Path) -> None:
     port = free_port()
     server = _start_server(env, port, tmp_path)
     try:
-        (tmp_path / "inputs").mkdir()
+        _seed_inputs(tmp_path / "inputs")
         done = _cli(
             env,
             "bench",
@@ -159,7 +167,7 @@ def test_run_then_report_against_stand_ins(tmp_path: Path) -> None:
 
 
 def test_ab_dry_run_prints_the_plan(tmp_path: Path) -> None:
-    (tmp_path / "inputs").mkdir()
+    _seed_inputs(tmp_path / "inputs")
     done = _cli(
         _env(tmp_path),
         *_ab_args(tmp_path),
@@ -185,7 +193,7 @@ def test_ab_dry_run_prints_the_plan(tmp_path: Path) -> None:
 
 def test_ab_end_to_end(tmp_path: Path) -> None:
     env = _env(tmp_path)
-    (tmp_path / "inputs").mkdir()
+    _seed_inputs(tmp_path / "inputs")
     done = _cli(
         env,
         *_ab_args(tmp_path),
@@ -227,7 +235,7 @@ def test_ctrl_c_keeps_finished_rounds(tmp_path: Path) -> None:
     env = _env(tmp_path)
     port = free_port()
     server = _start_server(env, port, tmp_path)
-    (tmp_path / "inputs").mkdir()
+    _seed_inputs(tmp_path / "inputs")
     hanging = tmp_path / "round-c2-started"
     bench = subprocess.Popen(
         [sys.executable, "-c", _WITH_CTRL_C, "bench", "run", "--base-url", f"http://127.0.0.1:{port}",
@@ -259,7 +267,7 @@ def test_ctrl_c_keeps_finished_rounds(tmp_path: Path) -> None:
 
 
 def test_json_dry_runs(tmp_path: Path) -> None:
-    (tmp_path / "inputs").mkdir()
+    _seed_inputs(tmp_path / "inputs")
     common = [
         "--served-model-name",
         "crossref-test",
@@ -284,7 +292,7 @@ def test_json_dry_runs(tmp_path: Path) -> None:
 
 
 def test_model_means_the_model_as_in_serve_and_k8s(tmp_path: Path) -> None:
-    (tmp_path / "inputs").mkdir()
+    _seed_inputs(tmp_path / "inputs")
     env, inputs = _env(tmp_path), ["--dataset-path", str(tmp_path / "inputs"), "--concurrency", "1"]
     base = ["bench", "run", "--base-url", "http://127.0.0.1:9", "--dry-run", *inputs]
     alone = _cli(env, *base, "--model", "/models/x")

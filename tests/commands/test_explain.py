@@ -244,3 +244,25 @@ def test_probe_of_the_run_directories_of_serve(
     monkeypatch.delenv("OMNI_DEPLOY_SPK_REPORT_DIR")
     out = _probe(capsys)
     assert "20261201-110000-bbbbbb" in out and "stage 2: cuda-torch" in out  # the newest run's
+
+
+@pytest.mark.parametrize(
+    ("args", "origin"),
+    [
+        ((), "no --platform: every platform explained"),
+        (("--platform", "cuda"), "--platform"),
+        (("--platform", "all"), "--platform all"),
+    ],
+)
+def test_the_platform_label_says_its_true_source(
+    capsys: pytest.CaptureFixture[str], outside_project: Path, args: tuple[str, ...], origin: str
+) -> None:
+    # The issue: `platform = "cuda" (--platform)` was printed when no --platform was given.
+    done = run_cli(capsys, "explain", "--backend", *args)
+    assert done.code == 0, done.err
+    labels = [line.strip() for line in done.out.splitlines() if line.strip().startswith("platform = ")]
+    assert labels and all(line.endswith(f"({origin})") for line in labels), labels
+    data = run_cli(capsys, "explain", "--backend", *args, "-o", "json")
+    for decision in json.loads(data.out)["platforms"].values():
+        (reason,) = [r for r in decision["reasons"] if r["setting"] == "platform"]
+        assert reason["origin"] == origin

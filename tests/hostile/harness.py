@@ -22,6 +22,7 @@ import json
 import os
 import re
 import resource
+import shutil
 import signal
 import socket
 import stat
@@ -213,6 +214,7 @@ _BUILDERS: dict[str, Callable[[Scratch, Path, dict[str, Any]], None]] = {
     "sparse": _build_sparse,
     "onnx": _build_onnx,
     "copy": lambda scratch, path, entry: path.write_bytes(scratch.path(entry["from"]).read_bytes()),
+    "copy_tree": lambda scratch, path, entry: shutil.copytree(scratch.path(entry["from"]), path),
 }
 
 

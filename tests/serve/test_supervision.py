@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -122,7 +123,7 @@ def test_a_foreign_server_answering_health_is_not_ours(foreign_server, tmp_path:
 def test_bench_ab_refuses_a_port_someone_else_serves(foreign_server, serve_env, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     port, _ = foreign_server
     inputs = tmp_path / "inputs"
-    inputs.mkdir()
+    shutil.copytree(ROOT / "tests" / "data" / "bench" / "seed-tts-checkout", inputs)  # en/meta.lst and WAVs
     done = subprocess.run(
         [sys.executable, "-m", "omni_deploy", "bench", "ab", BENCH, "--a", "spk-backend=cpu-onnxruntime",
          "--b", "spk-backend=cuda-torch", "--port", str(port), "--served-model-name", "crossref-test", "--dataset-path", str(inputs),

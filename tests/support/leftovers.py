@@ -18,7 +18,13 @@ SESSION_MARKER = "OMNI_DEPLOY_TEST_SESSION"
 
 
 def mark_session() -> str:
+    """This test process's marker. A pytest-xdist worker gets one of its own (the controller's, plus
+    the worker's name): each worker checks only what its own tests started, never another worker
+    (whose process carries the controller's marker) nor that worker's servers still running."""
     token = os.environ.get(SESSION_MARKER) or uuid.uuid4().hex
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if worker and not token.endswith(f"-{worker}"):
+        token = f"{token}-{worker}"
     os.environ[SESSION_MARKER] = token
     return token
 

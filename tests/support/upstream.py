@@ -35,23 +35,34 @@ _WANTED = {
 
 @cache
 def wheel_root() -> Path:
-    """The unpacked vllm-omni wheel (downloaded on first use)."""
+    """The unpacked vllm-omni wheel (downloaded on first use; once for all test processes)."""
     target = CACHE / f"vllm_omni-{VERSION}"
     if (target / "vllm_omni" / "config" / "stage_config.py").is_file():
         return target
-    CACHE.mkdir(parents=True, exist_ok=True)
-    wheels = list(CACHE.glob(f"vllm_omni-{VERSION}-*.whl"))
-    if not wheels:
-        subprocess.run(
-            [sys.executable, "-m", "pip", "download", "--no-deps", "-q", "-d", str(CACHE),
-             f"vllm-omni=={VERSION}"],
-            check=True,
-        )  # fmt: skip
-        wheels = list(CACHE.glob(f"vllm_omni-{VERSION}-*.whl"))
-    with zipfile.ZipFile(wheels[0]) as archive:
-        members = [m for m in archive.namelist() if m.startswith("vllm_omni/")]
-        archive.extractall(target, members)
-    return target
+    return unpacked(VERSION, target)
+
+
+def unpacked(version: str, target: Path) -> Path:
+    """`target`: the vllm_omni/ tree of the `version` wheel, downloaded into the cache once and
+    unpacked whole (under a lock, renamed into place), so concurrent workers never read a half tree.
+    A tree left by an earlier layout (unpacked in place) is kept as it is."""
+    from tests.support.cache_lock import locked, made_once
+
+    with locked(CACHE, f"vllm_omni-{version}.whl"):
+        wheels = sorted(CACHE.glob(f"vllm_omni-{version}-*.whl"))
+        if not wheels:
+            subprocess.run(
+                [sys.executable, "-m", "pip", "download", "--no-deps", "-q", "-d", str(CACHE),
+                 f"vllm-omni=={version}"],
+                check=True,
+            )  # fmt: skip
+            wheels = sorted(CACHE.glob(f"vllm_omni-{version}-*.whl"))
+
+    def unpack(into: Path) -> None:
+        with zipfile.ZipFile(wheels[0]) as archive:
+            archive.extractall(into, [m for m in archive.namelist() if m.startswith("vllm_omni/")])
+
+    return made_once(target, unpack)
 
 
 def deploy_dir() -> Path:
