@@ -55,6 +55,7 @@ DEFAULT_MARGIN = 2e-5
 HOST_THREADS = 4  # threads for vllm-omni's own CPU log-mel of the voices of one pass (host route)
 WARM_RATES = (24000, 16000, 22050, 44100, 48000)  # what references come at (vllm-omni writes 24 kHz)
 WARM_SECONDS = (6.0, 1.0, 3.5, 2.2, 4.8, 1.6)  # 1-6 s: MiniCPM-o caps references at 6 s
+WARM_OWN_FRAMES = (100, 600)  # own-shapes graphs the warm-up captures: mel lengths of 1-6 s
 
 
 @dataclass
@@ -131,6 +132,7 @@ class ReferencePreparer:
     split_k: bool = True  # CUDA: the S3 tokenizer's products with few rows cut along their depth
     min_embedding_norm: float = 1e-6  # the vLLM plugin's guard refuses smaller norms
     cuda_graphs: bool = True
+    own_shape_graphs: bool = False  # CUDA, own-shapes route: a graph per mel length (s3_tokens.py)
     streams: bool = True  # CUDA: the flow mel and CAM++ on streams of their own
     profile: bool = False  # CUDA, one stream: time the phases of each pass with events
     last_phases: dict[str, float] = field(default_factory=dict)
@@ -149,7 +151,13 @@ class ReferencePreparer:
         if problem:
             raise ValueError(problem)
         self.device = torch.device(self.device)
-        self._tokens = S3Batcher(self.tokenizer, self.device, self.cuda_graphs, self.split_k)
+        self._tokens = S3Batcher(
+            self.tokenizer,
+            self.device,
+            self.cuda_graphs,
+            self.split_k,
+            self.cuda_graphs and self.own_shape_graphs,
+        )
 
     def prepare(
         self, voices: list[Voice], _force_recheck: bool = False
@@ -193,18 +201,26 @@ class ReferencePreparer:
             if route.s3 in (DEVICE, HOST):
                 for key in self._tokens.buckets(max_voices, convs_apart=route.s3 == HOST):
                     self._tokens.capture(key)
+            if route.s3 == OWN_SHAPES:
+                for frames in range(
+                    WARM_OWN_FRAMES[0], WARM_OWN_FRAMES[1] + 1
+                ):  # no-op unless own_shape_graphs
+                    self._tokens.capture_own(frames)
             captured = self._tokens.graphs - before
         sizes = sorted({min(s, max_voices) for s in SLOT_BUCKETS if s < max_voices * 2})
         saved, self.stats = self.stats, Stats()
         try:
             for size in sizes:
                 self.prepare([_synthetic(i, size) for i in range(size)])
+            for seconds in WARM_SECONDS[1:]:  # one voice of each length: its shapes' kernels and plans
+                self.prepare([_synthetic(0, 1, seconds)])
             self.prepare([_synthetic(0, 1)], _force_recheck=True)  # the rechecks' own-shapes run
         finally:
             self.stats = saved
         if self.device.type == "cuda":
             torch.cuda.synchronize(self.device)
-        return WarmUp(route.s3, captured, self._tokens.graphs, len(sizes) + 1, time.perf_counter() - started)
+        passes = len(sizes) + len(WARM_SECONDS) - 1 + 1
+        return WarmUp(route.s3, captured, self._tokens.graphs, passes, time.perf_counter() - started)
 
     def _route(self) -> Route:
         route = (
@@ -533,10 +549,11 @@ class _Marks:
                 for (_, first), (name, event) in zip(self.events, self.events[1:], strict=False)}  # fmt: skip
 
 
-def _synthetic(index: int, count: int) -> Voice:
+def _synthetic(index: int, count: int, seconds: float | None = None) -> Voice:
     """A warm-up voice: deterministic noise, its rate and length cycling through the usual ones."""
     rate = WARM_RATES[index % len(WARM_RATES)]
-    seconds = WARM_SECONDS[(index + count) % len(WARM_SECONDS)]
+    if seconds is None:
+        seconds = WARM_SECONDS[(index + count) % len(WARM_SECONDS)]
     samples = np.random.default_rng(1000 * count + index).standard_normal(int(seconds * rate))
     return Voice((0.1 * samples).astype(np.float32), rate)
 

@@ -348,7 +348,13 @@ class S3Batcher:
     device: torch.device
     cuda_graphs: bool = True
     split_k: bool = False
+    # CUDA, own shapes: one graph per mel length (vllm-omni's own calls, captured), opt-in: a
+    # graph per length of 1-6 s is 500 captures for a warm-up.
+    own_shape_graphs: bool = False
     _graphs: dict[tuple[bool, int, int, int], _Graph] = field(default_factory=dict)
+    _own: dict[int, tuple[Any, torch.Tensor, tuple[torch.Tensor, torch.Tensor, torch.Tensor]]] = field(
+        default_factory=dict
+    )
     _pool: Any = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -360,7 +366,35 @@ class S3Batcher:
     @property
     def graphs(self) -> int:
         """CUDA graphs captured so far."""
-        return len(self._graphs)
+        return len(self._graphs) + len(self._own)
+
+    def own_graph_frames(self, frames: int) -> bool:
+        return self.own_shape_graphs and self.device.type == "cuda" and frames <= MAX_GRAPH_FRAMES
+
+    def capture_own(self, frames: int) -> bool:
+        """Capture the own-shapes graph of this mel length unless it exists; True if captured now."""
+        with self._lock, torch.inference_mode():
+            if frames in self._own or not self.own_graph_frames(frames):
+                return False
+            self._own[frames] = self._capture_own(frames)
+            return True
+
+    def _capture_own(
+        self, frames: int
+    ) -> tuple[Any, torch.Tensor, tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
+        mel = torch.zeros(1, N_MELS, frames, dtype=torch.float32, device=self.device)
+        if self._pool is None:
+            self._pool = torch.cuda.graph_pool_handle()
+        stream = torch.cuda.Stream(self.device)
+        stream.wait_stream(torch.cuda.current_stream(self.device))
+        with torch.cuda.stream(stream):
+            for _ in range(2):
+                self._exact.own_shapes(mel)
+        torch.cuda.current_stream(self.device).wait_stream(stream)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph, pool=self._pool):
+            out = self._exact.own_shapes(mel)
+        return graph, mel, out
 
     def plan(self, frames: list[int], convs_apart: bool = False, own_shapes: bool = False) -> TokenPlan:
         tokens = [s3_tokens(f) for f in frames]
@@ -508,7 +542,16 @@ class S3Batcher:
         codes, values, margins = [], [], []
         with self._lock, torch.inference_mode():
             for mel in mels:
-                c, v, m = self._exact.own_shapes(mel)
+                frames = int(mel.shape[2])
+                if self.own_graph_frames(frames):
+                    if frames not in self._own:
+                        self._own[frames] = self._capture_own(frames)
+                    graph, static, out = self._own[frames]
+                    static.copy_(mel)
+                    graph.replay()
+                    c, v, m = (t.clone() for t in out)  # the next replay overwrites the pool
+                else:
+                    c, v, m = self._exact.own_shapes(mel)
                 codes.append(c)
                 values.append(v)
                 margins.append(m)
