@@ -1,5 +1,18 @@
 """Reference preparation on a GPU: vllm-omni 0.30.0's per-voice path against the batched pass.
 
+Issue 30 (the default sections, `--only policies,variance`): the stage's precision policy
+(token2wav_allow_tf32 true: TF32 matmuls; false: strict FP32; cuDNN TF32 the process's, torch's
+default on) side by side: per policy, the per-voice path (plugin) run under that policy, the
+batched pass (the route the policy chooses) and its variants on decoded voices, the first call
+after `warm_up` (and what it captured), and parity against the per-voice path under the same
+policy (tokens bit for bit, embeddings against ONNX Runtime); then upstream's own token variance
+across settings (the same run again, cudnn.benchmark on, one torch thread, s3tokenizer's own batch
+of two, cuDNN TF32 off, TF32 matmuls, the whole branch on the CPU) as the reference row.
+
+    PYTHONPATH=. python3 benchmarks/refprep_gpu.py --record docs/benchmarks/refprep-policies-h200.json
+
+Issue 26's sections (`--only timings,phases,serving,parity,probes,tf32,cpu_left`) follow.
+
 Runs where only torch, torchaudio, onnx, onnxruntime, numpy and the s3tokenizer package are
 installed (no vLLM, no vllm-omni, no omni-deploy install):
 
@@ -58,6 +71,17 @@ SIZES = (1, 4, 8, 32)
 # (N, limit ms) for the batched pass, and (N, least speed-up over the per-voice path), issue 26.
 TARGET_MS = {1: 4.0, 8: 8.0, 32: 20.0}
 TARGET_SPEEDUP = {8: 20.0, 32: 30.0}
+# Issue 30, per policy: (N, limit ms), (N, least speed-up), least min cosine against ONNX Runtime.
+POLICIES = {"tf32": True, "fp32": False}  # token2wav_allow_tf32
+POLICY_TARGET_MS = {"tf32": {1: 3.0, 8: 6.0, 32: 15.0}, "fp32": {8: 15.0, 32: 40.0}}
+POLICY_TARGET_SPEEDUP = {"tf32": {8: 20.0, 32: 40.0}, "fp32": {}}
+POLICY_TARGET_COSINE = {"tf32": 0.99999, "fp32": 0.999999}
+POLICY_VARIANTS: dict[str, dict[str, Any]] = {
+    "batched": {},  # the route the policy chooses, rechecks batched
+    "batched, no recheck": {"margin": -1.0},
+    "batched, device route": {"route": "device"},  # the all-GPU front end, whatever the policy
+    "batched, own-shapes graphs": {"route": "own-shapes", "own_shape_graphs": True},  # opt-in
+}
 
 
 def write_voices(folder: Path, count: int, seed: int) -> list[Path]:
@@ -177,8 +201,13 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--tf32-sizes", default="1,8,32",
                         help="N timed again with matmuls in TF32 (VLLM_FLOAT32_MATMUL_PRECISION=high) ('' to skip)")  # fmt: skip
     parser.add_argument("--record", help="write the results here as JSON")
-    parser.add_argument("--only", default="", help="comma-separated sections to run (timings, phases, serving, "
-                        "parity, probes, tf32, cpu_left); default all")  # fmt: skip
+    parser.add_argument("--only", default="policies,variance", help="comma-separated sections to run: issue 30's "
+                        "policies, variance; issue 26's timings, phases, serving, parity, probes, tf32, cpu_left "
+                        "('all': every one)")  # fmt: skip
+    parser.add_argument("--policy-sizes", default="1,8,32", help="N timed per policy")
+    parser.add_argument(
+        "--warm-voices", type=int, default=32, help="max_voices of the warm-up before the first call"
+    )
     return parser.parse_args()
 
 
@@ -191,7 +220,7 @@ class Bench:
 
     def __init__(self, args: argparse.Namespace) -> None:
         self.args = args
-        self.only = {s for s in args.only.split(",") if s}
+        self.only = {s for s in args.only.split(",") if s and s != "all"}
         self.sizes = _ints(args.sizes)
         self.dev = dev = torch.device(args.device)
         self.on_gpu = dev.type == "cuda"
@@ -249,8 +278,99 @@ class Bench:
         return self.encoder.embed_waveforms(waves, 16000)
 
     def make(self, options: dict[str, Any]) -> ReferencePreparer:
+        # Issue 26's sections ran before the policy existed: FP32 matmuls, as a vLLM worker's default.
+        options = {"allow_tf32": False, **options}
         return ReferencePreparer(self.tokenizer, self.embed, self.dev, exact_tokens=self.exact,
                                  host_s3_mels=self.host_mels, **options)  # fmt: skip
+
+    def make_for(self, allow_tf32: bool, options: dict[str, Any]) -> ReferencePreparer:
+        """A preparer as the plugin builds it under this policy: CAM++ under it too."""
+        encoder = self.encoder if allow_tf32 else self.encoder_tf32_off
+
+        def embed(waves: list[torch.Tensor]) -> torch.Tensor:
+            return encoder.embed_waveforms(waves, 16000)
+
+        return ReferencePreparer(self.tokenizer, embed, self.dev, exact_tokens=self.exact,
+                                 host_s3_mels=self.host_mels, allow_tf32=allow_tf32, **options)  # fmt: skip
+
+    # Issue 30: the two policies side by side, and upstream's own variance.
+    def policies(self) -> None:
+        if not self.wanted("policies"):
+            return
+        from omni_deploy.speaker.precision import precision_scope
+
+        out: dict[str, Any] = {}
+        self.record["policies"] = out
+        for policy, allow_tf32 in POLICIES.items():
+            print(f"policy {policy}", file=sys.stderr, flush=True)
+            row: dict[str, Any] = {"token2wav_allow_tf32": allow_tf32}
+            out[policy] = row
+            row["first_call_after_warm_up"] = self.first_call(allow_tf32)
+            self.save()
+            preparers = {name: self.make_for(allow_tf32, opts) for name, opts in POLICY_VARIANTS.items()}
+            speaker = (self.encoder if allow_tf32 else self.encoder_tf32_off).__call__
+            timings: dict[str, Any] = {}
+            for n in _ints(self.args.policy_sizes):
+                voices_n = self.decoded_all[:n]
+                cell: dict[str, Any] = {}
+                with precision_scope(allow_tf32):  # the per-voice path under the same policy
+                    cell["per-voice, plugin"] = summary(
+                        timed(lambda v=voices_n, sp=speaker: self.per_voice_decoded(v, sp), 3, warmup=1)
+                    )
+                for name, preparer in preparers.items():
+                    try:
+                        cell[name] = summary(
+                            timed(
+                                lambda p=preparer, v=voices_n: self.batched_decoded(p, v), self.args.repeats
+                            )
+                        )
+                        stats = self.batched_decoded(preparer, voices_n)[1]
+                        cell[name]["route"] = preparer.last_route.s3 if preparer.last_route else None
+                        cell[name]["rechecked"] = stats.rechecked
+                    except Exception as exc:  # one broken variant must not cost the run
+                        cell[name] = {"error": f"{type(exc).__name__}: {exc}"}
+                timings[str(n)] = cell
+                row["timings"] = timings
+                self.save()
+            row["parity"] = {}
+            for name in POLICY_VARIANTS:
+                try:
+                    row["parity"][name] = policy_parity(self, preparers[name], allow_tf32)
+                except Exception as exc:
+                    row["parity"][name] = {"error": f"{type(exc).__name__}: {exc}"}
+                self.save()
+            row["targets"] = policy_targets(policy, row)
+            self.save()
+
+    def first_call(self, allow_tf32: bool) -> dict[str, Any]:
+        """A fresh preparer (its own S3 graphs: none yet), `warm_up`, then the first call of each N."""
+        preparer = self.make_for(allow_tf32, {})
+        start = time.perf_counter()
+        done = preparer.warm_up(self.args.warm_voices)
+        sync()
+        result: dict[str, Any] = {
+            "warm_up_ms": (time.perf_counter() - start) * 1000.0,
+            "route": done.route,
+            "graphs_captured_by_warm_up": done.graphs_captured,
+            "warm_up_passes": done.passes,
+        }
+        for n in _ints(self.args.policy_sizes):
+            before = preparer._tokens.graphs
+            start = time.perf_counter()
+            self.batched_decoded(preparer, self.decoded_all[:n])
+            sync()
+            result[f"first call N={n} ms"] = (time.perf_counter() - start) * 1000.0
+            result[f"first call N={n} S3 graphs captured"] = preparer._tokens.graphs - before
+            second = timed(lambda n=n: self.batched_decoded(preparer, self.decoded_all[:n]), 3, warmup=0)
+            result[f"next calls N={n} median ms"] = statistics.median(second)
+        return result
+
+    def variance(self) -> None:
+        if not self.wanted("variance"):
+            return
+        print("upstream variance", file=sys.stderr, flush=True)
+        self.record["upstream_variance"] = upstream_variance(self.decoded_all, self.tokenizer, self.dev)
+        self.save()
 
     # The paths timed.
     def per_voice(self, paths_n: list[Path], speaker: Any) -> list[Any]:
@@ -411,6 +531,12 @@ def main() -> int:
     global SMOKE
     SMOKE = args.smoke
     bench = Bench(args)
+    bench.policies()
+    bench.variance()
+    if bench.only and not bench.only - {"policies", "variance"}:
+        bench.save()
+        print(report_policies(bench.record))
+        return 0
     bench.captures()
     timings = bench.timings()
     bench.phases()
@@ -425,6 +551,189 @@ def main() -> int:
     bench.save()
     print(report(bench.record))
     return 0
+
+
+def upstream_s3(tokenizer: Any, dev: torch.device, decoded: list[tuple[np.ndarray, int]],
+                mels: list[torch.Tensor]) -> list[torch.Tensor]:  # fmt: skip
+    """vllm-omni's S3 branch of each voice alone (its CPU log-mel given): [1, L] tokens on the CPU."""
+    return [upstream_ops.s3_tokens(s, r, tokenizer, dev, mel=m)[0].cpu()
+            for (s, r), m in zip(decoded, mels, strict=True)]  # fmt: skip
+
+
+def policy_parity(bench: Bench, preparer: ReferencePreparer, allow_tf32: bool) -> dict[str, Any]:
+    """One batched pass over all voices against the per-voice path under the same policy: tokens
+    bit for bit; embeddings against the per-voice plugin path and ONNX Runtime."""
+    import torchaudio.compliance.kaldi as kaldi
+
+    from omni_deploy.speaker.precision import precision_scope
+
+    decoded = bench.decoded_all
+    got, stats = preparer.prepare([Voice(s, r) for s, r in decoded])
+    encoder = bench.encoder if allow_tf32 else bench.encoder_tf32_off
+    with precision_scope(allow_tf32):
+        reference = [
+            upstream_ops.prepare_one(s, r, bench.tokenizer, encoder.__call__, bench.dev) for s, r in decoded
+        ]
+    name = bench.ort.get_inputs()[0].name
+    flips = tokens = 0
+    flipped_voices, cos_ort, cos_plugin = [], [], []
+    for i, (ref, out) in enumerate(zip(reference, got, strict=True)):
+        assert out is not None
+        tokens += ref[0].numel()
+        flipped = int((ref[0] != out.speech_tokens).sum())
+        flips += flipped
+        if flipped:
+            flipped_voices.append(
+                {"voice": i, "flips": flipped, "margin": out.margin, "rechecked": out.rechecked}
+            )
+        samples16 = upstream_ops.torchaudio_resample(decoded[i][0], decoded[i][1], 16000)
+        feat = kaldi.fbank(torch.from_numpy(samples16)[None], num_mel_bins=80, dither=0)
+        feat = feat - feat.mean(dim=0, keepdim=True)
+        ort_emb = torch.from_numpy(bench.ort.run(None, {name: feat[None].numpy()})[0])
+        cos_ort.append(cosine(out.speaker_embedding.cpu(), ort_emb))
+        cos_plugin.append(cosine(out.speaker_embedding.cpu(), ref[2].cpu()))
+    return {
+        "route": preparer.last_route.s3 if preparer.last_route else None,
+        "voices": len(decoded),
+        "tokens": tokens,
+        "token_flips": flips,
+        "flipped_voices": flipped_voices,
+        "rechecked_voices": stats.rechecked,
+        "min_cosine_vs_onnxruntime": min(cos_ort),
+        "min_cosine_vs_per_voice_plugin": min(cos_plugin),
+    }
+
+
+def _differ(a: list[torch.Tensor], b: list[torch.Tensor]) -> dict[str, int]:
+    diffs = [int((x != y).sum()) for x, y in zip(a, b, strict=True)]
+    return {"tokens_differ": sum(diffs), "voices": sum(1 for d in diffs if d)}
+
+
+def upstream_variance(
+    decoded: list[tuple[np.ndarray, int]], tokenizer: Any, dev: torch.device
+) -> dict[str, Any]:
+    """vllm-omni's own per-voice S3 tokens under other settings, against its run under each policy
+    (cuDNN defaults): how far its own tokens move when nothing but a setting changes."""
+    import copy
+
+    import s3tokenizer
+
+    from omni_deploy.speaker.precision import precision_scope
+
+    mels = [upstream_ops.s3_mel(s, r) for s, r in decoded]
+    with precision_scope(False):
+        fp32 = upstream_s3(tokenizer, dev, decoded, mels)
+    with precision_scope(True):
+        tf32 = upstream_s3(tokenizer, dev, decoded, mels)
+
+    def again() -> list[torch.Tensor]:
+        with precision_scope(False):
+            return upstream_s3(tokenizer, dev, decoded, mels)
+
+    def cudnn_benchmark() -> list[torch.Tensor]:
+        with precision_scope(False):
+            torch.backends.cudnn.benchmark = True  # precision_scope restores it
+            return upstream_s3(tokenizer, dev, decoded, mels)
+
+    def one_thread() -> list[torch.Tensor]:
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            with precision_scope(False):
+                return upstream_s3(tokenizer, dev, decoded, mels)
+        finally:
+            torch.set_num_threads(threads)
+
+    def batch_of_two() -> list[torch.Tensor]:
+        out = []
+        with precision_scope(False):
+            for a in range(0, len(mels), 2):
+                group = mels[a : a + 2]
+                m, lens = s3tokenizer.padding(group)
+                codes, code_lens = tokenizer.quantize(m.to(dev), lens.to(dev))
+                out += [codes[j : j + 1, : int(code_lens[j])].cpu() for j in range(len(group))]
+        return out
+
+    def cudnn_tf32_off() -> list[torch.Tensor]:
+        with precision_scope(False, cudnn_tf32=False):
+            return upstream_s3(tokenizer, dev, decoded, mels)
+
+    def on_the_cpu() -> list[torch.Tensor]:
+        cpu = copy.deepcopy(tokenizer).cpu()
+        return upstream_s3(cpu, torch.device("cpu"), decoded, mels)
+
+    rows: dict[str, Any] = {"tokens": sum(int(t.numel()) for t in fp32)}
+    settings = {
+        "the same settings again": again,
+        "cudnn.benchmark on": cudnn_benchmark,
+        "one torch thread": one_thread,
+        "s3tokenizer's own batch of two": batch_of_two,
+        "cuDNN TF32 off": cudnn_tf32_off,
+        "TF32 matmuls (token2wav_allow_tf32 true)": lambda: tf32,
+        "strict FP32 matmuls (token2wav_allow_tf32 false)": lambda: fp32,
+        "the whole S3 branch on the CPU": on_the_cpu,
+    }
+    for name, run in settings.items():
+        try:
+            tokens = run()
+            rows[name] = {"vs FP32 policy": _differ(tokens, fp32), "vs TF32 policy": _differ(tokens, tf32)}
+        except Exception as exc:
+            rows[name] = {"error": f"{type(exc).__name__}: {exc}"}
+    return rows
+
+
+def policy_targets(policy: str, row: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    timings = row.get("timings", {})
+    for n, limit in POLICY_TARGET_MS[policy].items():
+        cell = timings.get(str(n), {}).get("batched", {})
+        if "median_ms" in cell:
+            out[f"N={n} batched <= {limit} ms"] = {
+                "value": cell["median_ms"],
+                "met": cell["median_ms"] <= limit,
+            }
+    for n, least in POLICY_TARGET_SPEEDUP[policy].items():
+        cell = timings.get(str(n), {})
+        if "median_ms" in cell.get("batched", {}) and "median_ms" in cell.get("per-voice, plugin", {}):
+            ratio = cell["per-voice, plugin"]["median_ms"] / cell["batched"]["median_ms"]
+            out[f"N={n} batched >= {least}x per-voice plugin"] = {"value": ratio, "met": ratio >= least}
+    parity_ = row.get("parity", {}).get("batched", {})
+    if "token_flips" in parity_:
+        out["tokens exact against the per-voice path under the policy"] = {
+            "value": parity_["token_flips"], "met": parity_["token_flips"] == 0}  # fmt: skip
+        least = POLICY_TARGET_COSINE[policy]
+        got = parity_["min_cosine_vs_onnxruntime"]
+        out[f"min cosine vs ONNX Runtime >= {least}"] = {"value": got, "met": got >= least}
+    return out
+
+
+def report_policies(record: dict[str, Any]) -> str:
+    lines = [
+        f"{record['device']}, torch {record['torch']}, cuDNN TF32 {record['precision']['cudnn_allow_tf32']}"
+    ]
+    for policy, row in record.get("policies", {}).items():
+        lines.append(f"policy {policy} (token2wav_allow_tf32 {row['token2wav_allow_tf32']})")
+        lines.append("  first call after warm-up: " + json.dumps(row.get("first_call_after_warm_up")))
+        for n, cell in row.get("timings", {}).items():
+            for name, value in cell.items():
+                if "median_ms" in value:
+                    extra = (
+                        f" route {value.get('route')}, rechecked {value.get('rechecked')}"
+                        if "route" in value
+                        else ""
+                    )
+                    lines.append(
+                        f"  N={n:<3} {name:<28} {value['median_ms']:>9.2f} ms (p90 {value['p90_ms']:.2f}){extra}"
+                    )
+                else:
+                    lines.append(f"  N={n:<3} {name:<28} {value}")
+        for name, result in row.get("parity", {}).items():
+            lines.append(f"  parity {name}: " + json.dumps(result))
+        for name, target in row.get("targets", {}).items():
+            lines.append(f"  {'met ' if target['met'] else 'MISS'} {name}: {target['value']:.6g}")
+    for name, result in record.get("upstream_variance", {}).items():
+        lines.append(f"upstream {name}: {json.dumps(result)}")
+    return "\n".join(lines)
 
 
 def parity(decoded: list[tuple[np.ndarray, int]], tokenizer: Any, encoder: Any, encoder_off: Any, ort: Any,

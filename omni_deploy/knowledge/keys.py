@@ -252,7 +252,9 @@ CODE2WAV: list[Key] = [
     # Read by omni-deploy's vLLM plugin; no vllm-omni release reads them.
     # Names and defaults from speaker_rules, the table the plugin applies.
     _k(KEY_ALLOW_TF32, "code2wav", BOOL, SPK_DEFAULTS[KEY_ALLOW_TF32], "TF32 matmuls for the CUDA CAM++ "
-       "speaker embedding.", reader=PLUGIN),
+       "speaker embedding and the batched reference preparation; its S3 tokens equal vllm-omni's per-voice "
+       "tokens computed under the same setting (true: with TF32 matmuls, a few in a thousand differ from "
+       "strict FP32's; false: strict FP32). cuDNN's convolution TF32 stays the process's.", reader=PLUGIN),
     _k(KEY_DEVICE_SPK, "code2wav", BOOL, SPK_DEFAULTS[KEY_DEVICE_SPK], "CAM++ speaker embedding in torch on the "
        "stage's CUDA device; false: ONNX Runtime on the CPU.", reader=PLUGIN),
     _k(KEY_DEVICE_PREPARE, "code2wav", BOOL, DEFAULT_DEVICE_PREPARE, "New reference voices of a forward prepared in "

@@ -32,6 +32,7 @@ class Preparation:
     value: Any
     origin: str  # file:line:col (layer), or "default"
     warnings: tuple[str, ...] = ()
+    tokens: str = ""  # what the precision policy (token2wav_allow_tf32) means for the S3 tokens
 
     def as_dict(self) -> dict[str, Any]:
         out = asdict(self)
@@ -44,7 +45,8 @@ class Preparation:
             if self.mode == BATCHED
             else "per voice (vllm-omni's own)"
         )
-        return f"reference preparation: {what}; {self.decided_by}"
+        line = f"reference preparation: {what}; {self.decided_by}"
+        return f"{line}; {self.tokens}" if self.tokens else line
 
 
 def reference_preparation(deployment: Deployment, decision: SpeakerDecision) -> Preparation | None:
@@ -64,9 +66,29 @@ def reference_preparation(deployment: Deployment, decision: SpeakerDecision) -> 
         # vllm-omni provides the CUDA path itself: the plugin stands aside, and its pass with it.
         backend, backend_by = f"{CUDA_TORCH} by vllm-omni", "the plugin stands aside"
     choice = choose_prepare(plain, backend, backend_by)
+    tokens = tokens_under(decision.matmul_tf32) if choice.batched else ""
     return Preparation(
-        BATCHED if choice.batched else PER_VOICE, choice.decided_by, path, value, origin, choice.problems
+        BATCHED if choice.batched else PER_VOICE,
+        choice.decided_by,
+        path,
+        value,
+        origin,
+        choice.problems,
+        tokens,
     )
+
+
+def tokens_under(matmul_tf32: bool | None) -> str:
+    """What the stage's matmul policy means for the batched pass's S3 tokens (the pass runs under
+    token2wav_allow_tf32 and equals vllm-omni's per-voice tokens computed under the same policy)."""
+    if matmul_tf32 is None:
+        return ""
+    if matmul_tf32:
+        return (
+            "S3 tokens as vllm-omni's per-voice path gives them with TF32 matmuls (token2wav_allow_tf32 true; "
+            "a few in a thousand differ from strict FP32's)"
+        )
+    return "S3 tokens as vllm-omni's per-voice path gives them in strict FP32 (token2wav_allow_tf32 false)"
 
 
 def _provider(decision: SpeakerDecision) -> Any:

@@ -10,7 +10,7 @@ import pytest
 
 from omni_deploy.deployment import Deployment
 from omni_deploy.host import assumed_host
-from omni_deploy.resolve.refprep import BATCHED, PER_VOICE, reference_preparation
+from omni_deploy.resolve.refprep import BATCHED, PER_VOICE, reference_preparation, tokens_under
 from omni_deploy.resolve.speaker import Reason, speaker_decision
 from tests.support.cli import run_cli
 
@@ -78,3 +78,15 @@ def test_explain_shows_it(capsys: pytest.CaptureFixture[str]) -> None:
     platforms = json.loads(result.out)["platforms"]
     assert platforms["cuda"]["reference_preparation"]["mode"] == BATCHED
     assert platforms["rocm"]["reference_preparation"]["mode"] == PER_VOICE
+
+
+def test_the_line_says_what_the_matmul_policy_means_for_tokens() -> None:
+    """token2wav_allow_tf32 (default true) decides the batched pass's S3 tokens: vllm-omni's
+    per-voice tokens under TF32 matmuls, or in strict FP32; per voice, nothing is said."""
+    _, decision, prep = _prep(DEFAULT)
+    assert prep is not None and decision.matmul_tf32 is True
+    assert "with TF32 matmuls (token2wav_allow_tf32 true" in prep.tokens and prep.tokens in prep.line()
+    assert "strict FP32 (token2wav_allow_tf32 false)" in tokens_under(False)
+    assert tokens_under(None) == ""
+    _, _, cpu = _prep(DEFAULT, "cpu")
+    assert cpu is not None and cpu.mode == PER_VOICE and cpu.tokens == ""
