@@ -242,3 +242,111 @@ def test_lengths_follow_upstream_arithmetic() -> None:
         import torchaudio.compliance.kaldi as kaldi
 
         assert voice.fbank_frames == kaldi.fbank(a16[None], num_mel_bins=80, dither=0).shape[0]
+
+
+def test_own_shapes_are_vllm_omnis_quantize_bit_for_bit(
+    core: Any, wavs: list[Path], upstream: list[tuple[Any, torch.Tensor]], standin_onnx: Path
+) -> None:
+    """The own-shapes route (the TF32 policy's on CUDA; the batched rechecks'): every voice's
+    quantizer values, not only its tokens, equal those of vllm-omni's per-voice quantize."""
+    got, stats = preparer(core, standin_onnx, route="own-shapes").prepare([decoded(p) for p in wavs])
+    assert stats.routes == {"own-shapes": 1} and stats.rechecked == 0
+    for i, (out, ((tokens, *_), values)) in enumerate(zip(got, upstream, strict=True)):
+        assert out is not None and out.quantizer_values is not None
+        assert torch.equal(out.speech_tokens, tokens), VOICES[i]
+        assert torch.equal(out.quantizer_values, values), VOICES[i]
+
+
+@pytest.mark.parametrize("allow_tf32", [True, False], ids=["tf32-policy", "fp32-policy"])
+def test_each_policy_gives_vllm_omnis_tokens_under_it(
+    core: Any, wavs: list[Path], standin_onnx: Path, allow_tf32: bool
+) -> None:
+    """token2wav_allow_tf32 true and false, the route each chooses, against vllm-omni's own
+    `_prepare_prompt` run under the same matmul policy. The CPU has no TF32: both policies are
+    FP32 arithmetic here (their routes on CUDA: test_pieces); the flag must come back as it was."""
+    from omni_deploy.speaker.precision import precision_scope
+
+    with precision_scope(allow_tf32):
+        expected = [core._prepare_prompt(str(p))[0] for p in wavs]
+    before = torch.backends.cuda.matmul.allow_tf32
+    got, stats = preparer(core, standin_onnx, allow_tf32=allow_tf32).prepare([decoded(p) for p in wavs])
+    assert torch.backends.cuda.matmul.allow_tf32 == before
+    assert stats.routes == {"device": 1}
+    for i, (out, tokens) in enumerate(zip(got, expected, strict=True)):
+        assert out is not None and torch.equal(out.speech_tokens, tokens), VOICES[i]
+
+
+@pytest.fixture
+def loader_context() -> Iterator[None]:
+    """What vLLM builds and loads a stage under: set_default_torch_dtype(bfloat16) and a
+    `with torch.device(...)` context (the CPU here, the stage's device there)."""
+    previous = torch.get_default_dtype()
+    torch.set_default_dtype(torch.bfloat16)
+    try:
+        with torch.device("cpu"):
+            yield
+    finally:
+        torch.set_default_dtype(previous)
+
+
+@pytest.mark.parametrize("route", ["device", "host", "own-shapes"])
+def test_the_loader_context_changes_nothing(
+    core: Any, wavs: list[Path], standin_onnx: Path, route: str, loader_context: None
+) -> None:
+    """The batched pass under a bfloat16 default dtype and a device context: the same tokens, mels
+    and embeddings, bit for bit, as under torch's defaults; the default dtype left as it was."""
+    voices = [decoded(p) for p in wavs[:4]]
+    got, _ = preparer(core, standin_onnx, route=route).prepare(voices)
+    assert torch.get_default_dtype() == torch.bfloat16
+    torch.set_default_dtype(torch.float32)
+    try:
+        expected, _ = preparer(core, standin_onnx, route=route).prepare(voices)
+    finally:
+        torch.set_default_dtype(torch.bfloat16)
+    for out, ref in zip(got, expected, strict=True):
+        assert out is not None and ref is not None
+        assert out.speech_tokens.dtype == torch.int32 and out.mels.dtype == torch.float32
+        assert out.speaker_embedding.dtype == torch.float32
+        assert torch.equal(out.speech_tokens, ref.speech_tokens)
+        assert torch.equal(out.mels, ref.mels)
+        assert torch.equal(out.speaker_embedding, ref.speaker_embedding)
+
+
+def test_warm_up_inside_the_loader_context(
+    core: Any, wavs: list[Path], upstream: list[tuple[Any, torch.Tensor]], standin_onnx: Path,
+    loader_context: None,
+) -> None:  # fmt: skip
+    """The take-over's warm-up where vLLM calls it: it runs passes of every size bucket up to the
+    number asked for (no graphs on the CPU), keeps its counts out of the stats, and the pass after
+    it still gives vllm-omni's tokens."""
+    prep = preparer(core, standin_onnx)
+    done = prep.warm_up(5)
+    assert (
+        done.route == "device" and done.graphs_captured == 0 and done.passes == 5
+    )  # 1, 2, 4, 5 and a recheck
+    assert prep.stats.calls == 0 and torch.get_default_dtype() == torch.bfloat16
+    got, _ = prep.prepare([decoded(p) for p in wavs[:2]])
+    for out, ((tokens, *_), _) in zip(got, upstream[:2], strict=True):
+        assert out is not None and torch.equal(out.speech_tokens, tokens)
+    with pytest.raises(ValueError, match="at least 1"):
+        prep.warm_up(0)
+
+
+def test_the_tokenizers_inputs_are_checked(core: Any) -> None:
+    """A wrong dtype, shape or plan raises a Python error before any copy or launch."""
+    from omni_deploy.speaker.refprep.s3_tokens import S3Batcher
+
+    batcher = S3Batcher(core.audio_tokenizer, torch.device("cpu"))
+    plan_ = batcher.plan([100, 60])
+    ints = torch.from_numpy(plan_.ints)
+    mels = torch.zeros(2, 128, 100)
+    batcher.run(plan_, mels, ints)  # as planned: runs
+    with pytest.raises(ValueError, match="dtype"):
+        batcher.run(plan_, mels.to(torch.bfloat16), ints)
+    with pytest.raises(ValueError, match="frames"):
+        batcher.run(plan_, torch.zeros(2, 128, 50), ints)
+    with pytest.raises(ValueError, match="shape"):
+        batcher.run(plan_, mels, ints[:-1])
+    apart = batcher.plan([100, 60], own_shapes=True)
+    with pytest.raises(ValueError, match="voice 1"):
+        batcher.run(apart, [torch.zeros(1, 128, 100), torch.zeros(1, 128, 61)], torch.from_numpy(apart.ints))

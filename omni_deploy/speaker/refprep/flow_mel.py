@@ -29,16 +29,20 @@ def _constants(device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
         if key not in _CONSTANTS:
             from torchaudio.functional import melscale_fbanks
 
-            basis = melscale_fbanks(
-                n_freqs=FLOW_FFT // 2 + 1,
-                f_min=0.0,
-                f_max=F_MAX,
-                n_mels=N_MELS,
-                sample_rate=FLOW_RATE,
-                mel_scale="slaney",
-                norm="slaney",
-            ).T
-            _CONSTANTS[key] = (torch.hann_window(FLOW_FFT).to(device), basis.to(device))
+            from omni_deploy.speaker.refprep.defaults import float32_defaults
+
+            with float32_defaults():  # melscale_fbanks follows the default dtype, as in vllm-omni
+                basis = melscale_fbanks(
+                    n_freqs=FLOW_FFT // 2 + 1,
+                    f_min=0.0,
+                    f_max=F_MAX,
+                    n_mels=N_MELS,
+                    sample_rate=FLOW_RATE,
+                    mel_scale="slaney",
+                    norm="slaney",
+                ).T
+            window = torch.hann_window(FLOW_FFT, dtype=torch.float32, device="cpu").to(device)
+            _CONSTANTS[key] = (window, basis.to(device=device, dtype=torch.float32))
         return _CONSTANTS[key]
 
 

@@ -37,9 +37,10 @@ import numpy as np
 import torch
 
 from omni_deploy.speaker.precision import precision_scope
+from omni_deploy.speaker.refprep.defaults import float32_defaults
 from omni_deploy.speaker.refprep.flow_mel import flow_mel, to_token_grid
 from omni_deploy.speaker.refprep.plan import FLOW_RATE, S3_RATE, VoicePlan, offsets, why_not_batched
-from omni_deploy.speaker.refprep.route import DEVICE, HOST, PER_VOICE, Route, choose_route
+from omni_deploy.speaker.refprep.route import DEVICE, HOST, OWN_SHAPES, PER_VOICE, Route, choose_route
 from omni_deploy.speaker.refprep.s3_mel import N_MELS, s3_log_mel
 from omni_deploy.speaker.refprep.s3_tokens import S3Batcher, TokenPlan, TokenResult, check_tokenizer
 from omni_deploy.speaker.refprep.staging import Upload
@@ -52,6 +53,19 @@ MAX_PASS = 32  # voices per pass: the largest CUDA-graph bucket of CAM++ and of 
 # H200 (docs/benchmarks.md): over twice that.
 DEFAULT_MARGIN = 2e-5
 HOST_THREADS = 4  # threads for vllm-omni's own CPU log-mel of the voices of one pass (host route)
+WARM_RATES = (24000, 16000, 22050, 44100, 48000)  # what references come at (vllm-omni writes 24 kHz)
+WARM_SECONDS = (6.0, 1.0, 3.5, 2.2, 4.8, 1.6)  # 1-6 s: MiniCPM-o caps references at 6 s
+
+
+@dataclass
+class WarmUp:
+    """What `ReferencePreparer.warm_up` did."""
+
+    route: str
+    graphs_captured: int  # S3 tokenizer CUDA graphs captured by this warm-up
+    graphs: int  # held in all
+    passes: int  # passes of synthetic voices run (CAM++'s graphs, resampling kernels, FFT plans)
+    seconds: float
 
 
 @dataclass
@@ -109,6 +123,9 @@ class ReferencePreparer:
     exact_tokens: ExactFn | None = None  # needed by the per-voice route and the recheck
     host_s3_mels: HostMelFn | None = None  # needed by the host route
     margin: float = DEFAULT_MARGIN
+    # The stage's matmul policy (token2wav_allow_tf32): the whole preparation runs under it, and
+    # so does the per-voice path its tokens equal; cuDNN's TF32 flag stays the process's.
+    allow_tf32: bool = True
     route: str | None = None  # None: route.choose_route at each pass; else DEVICE, HOST or PER_VOICE
     host_threads: int = HOST_THREADS
     split_k: bool = True  # CUDA: the S3 tokenizer's products with few rows cut along their depth
@@ -125,6 +142,7 @@ class ReferencePreparer:
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _side: Any = None
     _pool: ThreadPoolExecutor | None = None
+    _force_recheck: bool = False
 
     def __post_init__(self) -> None:
         problem = check_tokenizer(self.tokenizer)
@@ -133,8 +151,11 @@ class ReferencePreparer:
         self.device = torch.device(self.device)
         self._tokens = S3Batcher(self.tokenizer, self.device, self.cuda_graphs, self.split_k)
 
-    def prepare(self, voices: list[Voice]) -> tuple[list[PreparedVoice | None], Stats]:
+    def prepare(
+        self, voices: list[Voice], _force_recheck: bool = False
+    ) -> tuple[list[PreparedVoice | None], Stats]:
         """One PreparedVoice per voice (None: left to the caller's own path), and this call's counts."""
+        self._force_recheck = _force_recheck
         call = Stats(calls=1)
         self.last_host_ms = 0.0
         out: list[PreparedVoice | None] = [None] * len(voices)
@@ -142,7 +163,9 @@ class ReferencePreparer:
         batchable = [i for i, (s, v) in enumerate(zip(samples, voices, strict=True))
                      if why_not_batched(int(s.numel()), int(v.sample_rate)) is None]  # fmt: skip
         call.left_to_caller = len(voices) - len(batchable)
-        with self._lock:
+        # vllm-omni's prepare_prompt runs with the default dtype float32 (vLLM builds stages under
+        # bfloat16); the library calls on the way follow it. Everything refprep creates names its own.
+        with self._lock, float32_defaults(), precision_scope(self.allow_tf32):
             for start in range(0, len(batchable), MAX_PASS):
                 chunk = batchable[start : start + MAX_PASS]
                 results = self._pass([samples[i] for i in chunk], [voices[i] for i in chunk], call)
@@ -151,11 +174,49 @@ class ReferencePreparer:
             self.stats.add(call)
         return out, call
 
+    def warm_up(self, max_voices: int = MAX_PASS) -> WarmUp:
+        """Pay now what the first requests would: every S3 tokenizer graph that the route in force
+        can ask for with up to `max_voices` voices of up to 6 s (each pass-size bucket, each frame
+        bucket, each packed capacity), then one pass of synthetic voices per pass-size bucket up to
+        `max_voices` at the usual rates and 1-6 s (CAM++'s graphs through `embed`, the resampling
+        kernels, FFT plans, cuBLAS workspaces, the rechecks' own-shapes run). Safe inside vLLM's
+        loader (a bfloat16 default dtype, a torch.device context). The counts stay out of `stats`."""
+        from omni_deploy.speaker.refprep.s3_tokens import SLOT_BUCKETS
+
+        started = time.perf_counter()
+        if max_voices < 1:
+            raise ValueError(f"max_voices must be at least 1, not {max_voices}")
+        max_voices = min(max_voices, MAX_PASS)
+        with self._lock, float32_defaults(), precision_scope(self.allow_tf32):
+            route = self._route()
+            before = self._tokens.graphs
+            if route.s3 in (DEVICE, HOST):
+                for key in self._tokens.buckets(max_voices, convs_apart=route.s3 == HOST):
+                    self._tokens.capture(key)
+            captured = self._tokens.graphs - before
+        sizes = sorted({min(s, max_voices) for s in SLOT_BUCKETS if s < max_voices * 2})
+        saved, self.stats = self.stats, Stats()
+        try:
+            for size in sizes:
+                self.prepare([_synthetic(i, size) for i in range(size)])
+            self.prepare([_synthetic(0, 1)], _force_recheck=True)  # the rechecks' own-shapes run
+        finally:
+            self.stats = saved
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+        return WarmUp(route.s3, captured, self._tokens.graphs, len(sizes) + 1, time.perf_counter() - started)
+
     def _route(self) -> Route:
-        route = Route(self.route, "asked for") if self.route else choose_route(self.device, os.environ)
-        if route.s3 in (HOST, PER_VOICE) and self.exact_tokens is None:
-            raise RuntimeError(f"the {route.s3} route ({route.why}) needs exact_tokens")
-        if route.s3 == HOST and self.host_s3_mels is None:
+        route = (
+            Route(self.route, "asked for")
+            if self.route
+            else choose_route(self.device, self.allow_tf32, os.environ)
+        )
+        if route.s3 in (HOST, PER_VOICE) and self.exact_tokens is None and self.host_s3_mels is None:
+            raise RuntimeError(f"the {route.s3} route ({route.why}) needs exact_tokens or host_s3_mels")
+        if route.s3 == PER_VOICE and self.exact_tokens is None:
+            raise RuntimeError(f"the per-voice route ({route.why}) needs exact_tokens")
+        if route.s3 in (HOST, OWN_SHAPES) and self.host_s3_mels is None:
             raise RuntimeError(f"the host route ({route.why}) needs host_s3_mels")
         return route
 
@@ -191,8 +252,12 @@ class ReferencePreparer:
         call.voices += work.count
         call.routes[route.s3] = call.routes.get(route.s3, 0) + 1
         token_starts = offsets([p.tokens for p in work.plans])
+        exact = self._recheck(work, out, [i for i in range(work.count) if usable_host[i]], margins)
+        call.rechecked += len(exact)
         results = [
-            self._voice(work, out, lens32, i, token_starts[i], margins[i], call) if usable_host[i] else None
+            self._voice(work, out, lens32, i, token_starts[i], margins[i], exact.get(i))
+            if usable_host[i]
+            else None
             for i in range(work.count)
         ]
         call.left_to_caller += sum(1 for flag in usable_host if not flag)
@@ -203,10 +268,11 @@ class ReferencePreparer:
         rates = [int(v.sample_rate) for v in voices]
         lengths = [int(s.numel()) for s in samples]
         plans = [VoicePlan.of(n, r) for n, r in zip(lengths, rates, strict=True)]
+        frames = [p.mel_frames for p in plans]
         token_plan = (
             None
             if route.s3 == PER_VOICE
-            else self._tokens.plan([p.mel_frames for p in plans], route.s3 == HOST)
+            else self._tokens.plan(frames, route.s3 == HOST, own_shapes=route.s3 == OWN_SHAPES)
         )
         return _Work(voices, route, rates, lengths, plans, token_plan)
 
@@ -248,7 +314,7 @@ class ReferencePreparer:
             out.tokens = self._tokens.run(work.token_plan, device_mels, work.ints["s3"])
         with torch.cuda.stream(cam_stream):
             out.embeddings = self.embed(waves16)
-        if work.route.s3 == HOST and work.token_plan is not None:
+        if work.route.s3 in (HOST, OWN_SHAPES) and work.token_plan is not None:
             out.tokens, out.host_mels = self._host_tokens(
                 work.voices, work.plans, work.token_plan, work.ints["s3"]
             )
@@ -276,23 +342,59 @@ class ReferencePreparer:
             marks.mark("S3 tokens")
         return out
 
+    def _recheck(
+        self, work: _Work, out: _Outputs, usable: list[int], margins: list[float]
+    ) -> dict[int, torch.Tensor]:
+        """{voice: its tokens as vllm-omni's per-voice path gives them} for the voices whose batched
+        tokens could differ: all of them on the per-voice route, those near a rounding boundary on
+        the batched ones. Batched: their host log-mels (computed side by side, or the host route's),
+        one transfer, the S3 tokenizer at each voice's own shapes, nothing read back. One by one
+        (`exact_tokens`) only where no host log-mel callable was given."""
+        if out.tokens is None:
+            wanted = list(usable)
+        elif work.route.s3 == OWN_SHAPES:
+            wanted = []  # already at vllm-omni's own shapes
+        else:
+            wanted = [i for i in usable if margins[i] < self.margin or self._force_recheck]
+        if not wanted:
+            return {}
+        if self.host_s3_mels is None or work.route.s3 == PER_VOICE:
+            if self.exact_tokens is None:
+                return {}  # no way to recheck: the batched tokens stand (margin < 0 turns it off)
+            found = {}
+            for i in wanted:
+                mel = out.host_mels[i] if out.host_mels else None
+                exact = self.exact_tokens(work.voices[i], mel)
+                if tuple(exact.shape) != (1, work.plans[i].tokens):
+                    raise RuntimeError(
+                        f"exact tokens {tuple(exact.shape)} for a voice of {work.plans[i].tokens} tokens"
+                    )
+                found[i] = exact.to(device=self.device, dtype=torch.int32)
+            return found
+        voices = [work.voices[i] for i in wanted]
+        plans = [work.plans[i] for i in wanted]
+        mels = [out.host_mels[i] for i in wanted] if out.host_mels else None
+        token_plan = self._tokens.plan([p.mel_frames for p in plans], own_shapes=True)
+        result, _ = self._host_tokens(voices, plans, token_plan, _ints_on(token_plan.ints, self.device), mels)
+        starts = offsets([p.tokens for p in plans])
+        return {
+            i: result.codes[at : at + plan.tokens].view(1, plan.tokens)
+            for i, at, plan in zip(wanted, starts, plans, strict=True)
+        }
+
     def _voice(
-        self, work: _Work, out: _Outputs, lens32: torch.Tensor, i: int, at: int, margin: float, call: Stats
-    ) -> PreparedVoice:
-        """Voice `i` of the pass, its tokens recomputed one by one where they are near a boundary."""
+        self, work: _Work, out: _Outputs, lens32: torch.Tensor, i: int, at: int, margin: float,
+        exact: torch.Tensor | None,
+    ) -> PreparedVoice:  # fmt: skip
+        """Voice `i` of the pass, with its rechecked tokens where it was rechecked."""
         plan, count = work.plans[i], work.count
         values = None
         if out.tokens is not None:
             codes = out.tokens.codes[at : at + plan.tokens].view(1, plan.tokens)
             values = out.tokens.values[at : at + plan.tokens]
-        rechecked = out.tokens is None or (margin < self.margin and self.exact_tokens is not None)
-        if rechecked:
-            assert self.exact_tokens is not None
-            exact = self.exact_tokens(work.voices[i], out.host_mels[i] if out.host_mels else None)
-            if tuple(exact.shape) != (1, plan.tokens):
-                raise RuntimeError(f"exact tokens {tuple(exact.shape)} for a voice of {plan.tokens} tokens")
-            codes = exact.to(device=self.device, dtype=torch.int32)
-            call.rechecked += 1
+        rechecked = exact is not None
+        if exact is not None:
+            codes = exact
         return PreparedVoice(
             speech_tokens=codes,
             speech_token_len=lens32[i : i + 1],
@@ -305,12 +407,15 @@ class ReferencePreparer:
         )
 
     def _host_tokens(
-        self, voices: list[Voice], plans: list[VoicePlan], token_plan: TokenPlan, ints: torch.Tensor
-    ) -> tuple[TokenResult, list[torch.Tensor]]:
-        """The host route: vllm-omni's own CPU log-mel of each voice (on a few threads while the
-        device works), sent in one transfer, each voice's convolutions at vllm-omni's shapes."""
+        self, voices: list[Voice], plans: list[VoicePlan], token_plan: TokenPlan, ints: torch.Tensor,
+        mels: list[torch.Tensor] | None = None,
+    ) -> tuple[TokenResult, list[torch.Tensor]]:  # fmt: skip
+        """The host and own-shapes routes: vllm-omni's own CPU log-mel of each voice (on a few
+        threads while the device works, unless given), sent in one transfer, each voice's
+        convolutions (and on the own-shapes route everything) at vllm-omni's shapes."""
         assert self.host_s3_mels is not None
-        mels = self._host_mels(voices)
+        if mels is None:
+            mels = self._host_mels(voices)
         for mel, plan in zip(mels, plans, strict=True):
             if tuple(mel.shape) != (N_MELS, plan.mel_frames):
                 raise RuntimeError(
@@ -428,10 +533,24 @@ class _Marks:
                 for (_, first), (name, event) in zip(self.events, self.events[1:], strict=False)}  # fmt: skip
 
 
+def _synthetic(index: int, count: int) -> Voice:
+    """A warm-up voice: deterministic noise, its rate and length cycling through the usual ones."""
+    rate = WARM_RATES[index % len(WARM_RATES)]
+    seconds = WARM_SECONDS[(index + count) % len(WARM_SECONDS)]
+    samples = np.random.default_rng(1000 * count + index).standard_normal(int(seconds * rate))
+    return Voice((0.1 * samples).astype(np.float32), rate)
+
+
+def _ints_on(values: np.ndarray, device: torch.device) -> torch.Tensor:
+    return torch.from_numpy(np.ascontiguousarray(values, dtype=np.int64)).to(
+        device=device, non_blocking=False
+    )
+
+
 def _as_tensor(samples: Any) -> torch.Tensor:
     if isinstance(samples, np.ndarray):
         samples = torch.from_numpy(np.ascontiguousarray(samples, dtype=np.float32))
-    tensor = torch.as_tensor(samples, dtype=torch.float32)
+    tensor = torch.as_tensor(samples, dtype=torch.float32, device="cpu")
     if tensor.dim() != 1:
         raise ValueError(f"a voice must be mono 1-D samples, got shape {tuple(tensor.shape)}")
     return tensor.cpu()

@@ -23,15 +23,21 @@ _WINDOWS: dict[str, torch.Tensor] = {}
 def _window(device: torch.device) -> torch.Tensor:
     key = str(device)
     if key not in _WINDOWS:
-        _WINDOWS[key] = torch.hann_window(S3_FFT).to(device)
+        _WINDOWS[key] = torch.hann_window(S3_FFT, dtype=torch.float32, device="cpu").to(device)
     return _WINDOWS[key]
 
 
-def mel_filters(device: torch.device) -> torch.Tensor:
-    """s3tokenizer's own filter bank (its packaged mel_filters.npz), on `device`."""
-    from s3tokenizer.utils import _mel_filters
+_FILTERS: dict[str, torch.Tensor] = {}
 
-    return _mel_filters(device, N_MELS)
+
+def mel_filters(device: torch.device) -> torch.Tensor:
+    """s3tokenizer's own filter bank (its packaged mel_filters.npz), on `device` (read once)."""
+    key = str(device)
+    if key not in _FILTERS:
+        from s3tokenizer.utils import _mel_filters
+
+        _FILTERS[key] = _mel_filters(torch.device("cpu"), N_MELS).to(device=device, dtype=torch.float32)
+    return _FILTERS[key]
 
 
 def s3_log_mel(

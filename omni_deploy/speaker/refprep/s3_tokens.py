@@ -34,7 +34,10 @@ from omni_deploy.speaker.refprep.plan import s3_tokens
 SLOT_BUCKETS = (1, 2, 4, 8, 16, 32)
 FRAME_QUANTUM = 200  # padded mel frames: multiples of 2 s
 MAX_GRAPH_FRAMES = 600  # MiniCPM-o caps reference audio at 6 s (600 frames); longer runs eagerly
-TOKEN_QUANTUM = 128  # packed tokens: capacity in multiples of this
+TOKEN_QUANTUM = 128  # packed tokens: the smallest capacity
+# Packed capacities: a ladder of about 1.5x steps, so that the graphs a warm-up captures are few
+# (about a dozen per bucket) and the packed layout still wastes at most a third of its rows.
+CAPACITY_LADDER = tuple(TOKEN_QUANTUM * m for m in (1, 1.5, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64))
 N_MELS = 128
 FSQ_SCALE = 0.9990000128746033  # s3tokenizer's FSQCodebook.encode
 
@@ -44,7 +47,19 @@ def padded_frames(frames: int) -> int:
 
 
 def padded_capacity(tokens: int) -> int:
-    return max(TOKEN_QUANTUM, -(-tokens // TOKEN_QUANTUM) * TOKEN_QUANTUM)
+    """The capacity of the packed layout for `tokens` tokens: the ladder's first step that holds
+    them (past the ladder, multiples of its last step)."""
+    for step in CAPACITY_LADDER:
+        if step >= tokens:
+            return int(step)
+    last = int(CAPACITY_LADDER[-1])
+    return -(-tokens // last) * last
+
+
+def capacities(slots: int, frames: int) -> list[int]:
+    """Every capacity a plan of this (slots, padded frames) bucket can ask for."""
+    most = padded_capacity(slots * s3_tokens(frames))
+    return [int(step) for step in CAPACITY_LADDER if step <= most]
 
 
 def layout(tokens: list[int], slots: int, width: int, capacity: int) -> tuple[np.ndarray, np.ndarray]:
@@ -85,7 +100,44 @@ def check_tokenizer(tokenizer: Any) -> str | None:
             return "S3 tokenizer built with use_sdpa"
     if encoder.conv1.in_channels != N_MELS:
         return f"S3 tokenizer for {encoder.conv1.in_channels} mel bins, not {N_MELS}"
+    dtypes = {str(p.dtype).removeprefix("torch.") for p in tokenizer.parameters()}
+    if dtypes != {"float32"}:
+        # vllm-omni's own quantize takes float32 mels: with other weights it cannot run either.
+        return f"S3 tokenizer weights in {', '.join(sorted(dtypes))}, not float32"
     return None
+
+
+def same_device(got: torch.device, want: torch.device) -> bool:
+    """`cuda` and `cuda:0` are one device where the current device is 0."""
+    if got.type != want.type:
+        return False
+    if got.type != "cuda" or got.index == want.index:
+        return True
+    current = torch.cuda.current_device()
+    return (got.index if got.index is not None else current) == (
+        want.index if want.index is not None else current
+    )
+
+
+def check_input(
+    name: str, tensor: Any, dtype: torch.dtype, device: torch.device, shape: tuple[int, ...]
+) -> None:
+    """Raise ValueError unless `tensor` is a tensor of this dtype, device and shape (-1: any size)
+    whose memory is contiguous: what a graph replay or a copy into its static buffers assumes."""
+    if not isinstance(tensor, torch.Tensor):
+        raise ValueError(f"{name}: a tensor was expected, got {type(tensor).__name__}")
+    wrong = []
+    if tensor.dtype != dtype:
+        wrong.append(f"dtype {tensor.dtype} (expected {dtype})")
+    if not same_device(tensor.device, device):
+        wrong.append(f"device {tensor.device} (expected {device})")
+    sizes = tuple(tensor.shape)
+    if len(sizes) != len(shape) or any(want not in (-1, got) for want, got in zip(shape, sizes, strict=True)):
+        wrong.append(f"shape {tuple(tensor.shape)} (expected {shape})")
+    if not tensor.is_contiguous():
+        wrong.append("not contiguous")
+    if wrong:
+        raise ValueError(f"{name}: " + ", ".join(wrong))
 
 
 def _mask(lengths: torch.Tensor, width: int) -> torch.Tensor:
@@ -125,7 +177,8 @@ class PackedS3:
         self.tokenizer = tokenizer
         self.encoder = tokenizer.encoder
         self.codebook = tokenizer.quantizer._codebook
-        self.freqs = self.encoder.freqs_cis.to(device)
+        self.device = device
+        self.freqs = self.encoder.freqs_cis.to(device=device)
         self.powers = torch.pow(
             self.codebook.level, torch.arange(2**self.codebook.level, device=device, dtype=torch.float32)
         )
@@ -172,6 +225,31 @@ class PackedS3:
             outs.append(x[0].transpose(0, 1))
         return torch.cat(outs)
 
+    def own_shapes(self, mel: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(codes [T] int32, values [T, 8], margin [1]) of one voice's mel [1, 128, F], by the same
+        calls on the same shapes and memory layouts as `S3TokenizerV2.quantize` of that voice alone
+        (`AudioEncoderV2.forward`, each `ResidualAttentionBlock`, `FSQCodebook.encode`), less its
+        host reads. The residual stream keeps the convolutions' transposed layout there, and the
+        quantizer's product runs on it: a contiguous copy rounds differently."""
+        enc = self.encoder
+        frames = mel.shape[2]
+        ones = torch.ones(1, 1, frames, dtype=torch.bool, device=mel.device)  # make_non_pad_mask, alone
+        x = torch.nn.functional.gelu(enc.conv1(mel * ones))
+        width = (frames + 2 - 1 * (3 - 1) - 1) // enc.stride + 1
+        x = torch.nn.functional.gelu(enc.conv2(x * ones[:, :, :width]))
+        tokens = (width + 2 - 1 * (3 - 1) - 1) // enc.stride + 1
+        mask = ones[:, :, :tokens]
+        x = x.permute(0, 2, 1)
+        mask_pad = mask.transpose(1, 2)
+        bias = (1.0 - mask.to(x.dtype)) * -1.0e10  # s3tokenizer.mask_to_bias
+        freqs = self.freqs[:tokens]
+        for block in enc.blocks:
+            x = block(x, bias.unsqueeze(1), mask_pad, freqs)
+        value = self.codebook.project_down(x.reshape(-1, x.shape[-1])).float().tanh() * FSQ_SCALE
+        codes = torch.sum((value.round() + 1) * self.powers.unsqueeze(0), dim=-1).int()
+        margin = (value.abs() - 0.5).abs().amin().reshape(1)
+        return codes, value, margin
+
     def __call__(
         self, mel: torch.Tensor, mel_len: torch.Tensor, rows: torch.Tensor, owners: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -213,7 +291,7 @@ class PackedS3:
         value = self.codebook.project_down(h).float().tanh() * FSQ_SCALE
         codes = torch.sum((value.round() + 1) * self.powers.unsqueeze(0), dim=-1).int()
         margin = (value.abs() - 0.5).abs().amin(dim=-1)
-        margins = torch.full((slots + 1,), float("inf"), device=h.device)
+        margins = torch.full((slots + 1,), float("inf"), dtype=torch.float32, device=h.device)
         margins = margins.scatter_reduce(0, owners, margin, reduce="amin")
         return codes, value, margins
 
@@ -230,15 +308,16 @@ class _Graph:
 
 @dataclass(frozen=True)
 class TokenPlan:
-    """How one batch of voices runs: its graph bucket (None: eagerly, at its own shape) and the
-    integers the run needs on the device (mel frames, or with `convs_apart` token counts, then
-    packed rows and owners)."""
+    """How one batch of voices runs: its graph bucket (None: eagerly) and the integers the run
+    needs on the device (mel frames, or with `convs_apart` token counts, then packed rows and
+    owners; with `own_shapes`, per voice: its token count, its rows, its owners)."""
 
     frames: tuple[int, ...]
     tokens: tuple[int, ...]
     bucket: tuple[int, int, int] | None  # (slots, frames, capacity)
     convs_apart: bool  # the convolutions one voice at a time, at vllm-omni's own shapes
     ints: np.ndarray
+    own_shapes: bool = False  # everything one voice at a time, at vllm-omni's own shapes
 
 
 @dataclass
@@ -248,6 +327,12 @@ class TokenResult:
     margins: torch.Tensor  # [voices] float32, on the device
 
 
+def own_shape_ints(tokens: list[int]) -> np.ndarray:
+    """The integers of an own-shapes run: per voice [T, 0..T-1, T zeros] (one voice, no padding)."""
+    parts = [np.concatenate(([t], np.arange(t), np.zeros(t))) for t in tokens]
+    return np.concatenate(parts).astype(np.int64) if parts else np.zeros(0, np.int64)
+
+
 @dataclass
 class S3Batcher:
     """Tokens of many voices per call; graphs per (slots, frames, capacity) on CUDA.
@@ -255,7 +340,9 @@ class S3Batcher:
     A plan with `convs_apart` runs the two convolutions for each voice on its own at the shape
     vllm-omni's per-voice call gives them (cuDNN then picks the same algorithm, and with TF32
     convolutions, the default, another algorithm rounds differently); only the transformer is
-    batched then."""
+    batched then. A plan with `own_shapes` runs every operation of each voice at the shape
+    vllm-omni's per-voice `quantize` gives it (with TF32 matmuls a product rounds by its shape:
+    no batch reproduces it), all of them queued back to back with no wait for the device."""
 
     tokenizer: Any
     device: torch.device
@@ -267,39 +354,75 @@ class S3Batcher:
 
     def __post_init__(self) -> None:
         self._packed = PackedS3(self.tokenizer, self.device, self.split_k)
+        self._exact = PackedS3(self.tokenizer, self.device, split_k=False)  # own shapes: no split-K
         self._dim = int(self._packed.encoder.conv2.out_channels)
 
-    def plan(self, frames: list[int], convs_apart: bool = False) -> TokenPlan:
+    @property
+    def graphs(self) -> int:
+        """CUDA graphs captured so far."""
+        return len(self._graphs)
+
+    def plan(self, frames: list[int], convs_apart: bool = False, own_shapes: bool = False) -> TokenPlan:
         tokens = [s3_tokens(f) for f in frames]
+        if own_shapes:
+            return TokenPlan(
+                tuple(frames), tuple(tokens), None, True, own_shape_ints(tokens), own_shapes=True
+            )
         count = len(frames)
         firsts = tokens if convs_apart else frames
-        graphs = self.cuda_graphs and self.device.type == "cuda"
-        if graphs and count <= SLOT_BUCKETS[-1] and max(frames) <= MAX_GRAPH_FRAMES:
-            slots = next(s for s in SLOT_BUCKETS if s >= count)
-            width = padded_frames(max(frames))
-            capacity = padded_capacity(sum(tokens))
+        bucket = self.bucket(frames)
+        if bucket is not None:
+            slots, width, capacity = bucket
             rows, owners = layout(tokens, slots, s3_tokens(width), capacity)
             lengths = np.zeros(slots, dtype=np.int64)
             lengths[:count] = firsts
             ints = np.concatenate((lengths, rows, owners))
-            return TokenPlan(tuple(frames), tuple(tokens), (slots, width, capacity), convs_apart, ints)
+            return TokenPlan(tuple(frames), tuple(tokens), bucket, convs_apart, ints)
         rows, owners = layout(tokens, count, s3_tokens(max(frames)), sum(tokens))
         ints = np.concatenate((np.asarray(firsts, dtype=np.int64), rows, owners))
         return TokenPlan(tuple(frames), tuple(tokens), None, convs_apart, ints)
+
+    def bucket(self, frames: list[int]) -> tuple[int, int, int] | None:
+        """The graph bucket (slots, padded frames, capacity) of these voices, or None (eagerly)."""
+        graphs = self.cuda_graphs and self.device.type == "cuda"
+        if not (graphs and len(frames) <= SLOT_BUCKETS[-1] and max(frames) <= MAX_GRAPH_FRAMES):
+            return None
+        slots = next(s for s in SLOT_BUCKETS if s >= len(frames))
+        return slots, padded_frames(max(frames)), padded_capacity(sum(s3_tokens(f) for f in frames))
+
+    def buckets(self, max_voices: int, convs_apart: bool) -> list[tuple[bool, int, int, int]]:
+        """Every graph key a plan of up to `max_voices` voices can ask for (what a warm-up captures)."""
+        if not (self.cuda_graphs and self.device.type == "cuda"):
+            return []
+        most = next((s for s in SLOT_BUCKETS if s >= max_voices), SLOT_BUCKETS[-1])
+        return [(convs_apart, slots, frames, capacity)
+                for slots in SLOT_BUCKETS if slots <= most
+                for frames in range(FRAME_QUANTUM, MAX_GRAPH_FRAMES + 1, FRAME_QUANTUM)
+                for capacity in capacities(slots, frames)]  # fmt: skip
+
+    def capture(self, key: tuple[bool, int, int, int]) -> bool:
+        """Capture this graph unless it exists; True if it was captured now."""
+        with self._lock, torch.inference_mode():
+            if key in self._graphs:
+                return False
+            self._graphs[key] = self._capture(*key)
+            return True
 
     def _capture(self, convs_apart: bool, slots: int, frames: int, capacity: int) -> _Graph:
         tokens = s3_tokens(frames)
         rows, owners = layout([tokens] * min(slots, capacity // tokens), slots, tokens, capacity)
         lengths = np.full(slots, tokens if convs_apart else frames, dtype=np.int64)
-        ints = torch.from_numpy(np.concatenate((lengths, rows, owners))).to(self.device)
+        ints = torch.from_numpy(np.concatenate((lengths, rows, owners))).to(
+            device=self.device, dtype=torch.int64
+        )
         firsts, rows_t, owners_t = ints[:slots], ints[slots : slots + capacity], ints[slots + capacity :]
         if convs_apart:
-            inputs = torch.zeros(capacity, self._dim, device=self.device)
+            inputs = torch.zeros(capacity, self._dim, dtype=torch.float32, device=self.device)
 
             def run() -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
                 return self._packed.blocks(inputs, firsts, tokens, rows_t, owners_t)
         else:
-            inputs = torch.zeros(slots, N_MELS, frames, device=self.device)
+            inputs = torch.zeros(slots, N_MELS, frames, dtype=torch.float32, device=self.device)
 
             def run() -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
                 return self._packed(inputs, firsts, rows_t, owners_t)
@@ -317,12 +440,37 @@ class S3Batcher:
             codes, values, margins = run()
         return _Graph(graph, inputs, ints, codes, values, margins)
 
+    def _check(self, plan: TokenPlan, mels: torch.Tensor | list[torch.Tensor], ints: torch.Tensor) -> None:
+        """The inputs as the plan describes them, or ValueError: a graph replays its captured
+        shapes, and a copy into its static buffers must not run past them."""
+        count = len(plan.frames)
+        check_input("S3 plan integers", ints, torch.int64, self.device, (int(plan.ints.size),))
+        if plan.convs_apart or plan.own_shapes:
+            if not isinstance(mels, list | tuple) or len(mels) != count:
+                raise ValueError(
+                    f"S3 mels: one [1, {N_MELS}, frames] tensor per voice expected for {count} voices"
+                )
+            for i, (mel, frames) in enumerate(zip(mels, plan.frames, strict=True)):
+                check_input(f"S3 mel of voice {i}", mel, torch.float32, self.device, (1, N_MELS, frames))
+            return
+        if not isinstance(mels, torch.Tensor):
+            raise ValueError("S3 mels: one [voices, 128, frames] tensor expected")
+        most = max(plan.frames) if plan.bucket is None else plan.bucket[1]
+        check_input("S3 mels", mels, torch.float32, self.device, (count, N_MELS, -1))
+        if not max(plan.frames) <= mels.shape[2] <= most:
+            raise ValueError(f"S3 mels: {mels.shape[2]} frames for voices of up to {max(plan.frames)} "
+                             f"(bucket of {most})")  # fmt: skip
+
     def run(
         self, plan: TokenPlan, mels: torch.Tensor | list[torch.Tensor], ints: torch.Tensor
     ) -> TokenResult:
         """Codes and margins of the voices' mels: [B, 128, W] (voice b's first frames[b] frames),
-        or with `convs_apart` one [1, 128, frames[b]] tensor per voice, on the device; `ints` is
-        `plan.ints` on the device."""
+        or with `convs_apart` or `own_shapes` one [1, 128, frames[b]] tensor per voice, on the
+        device; `ints` is `plan.ints` on the device."""
+        self._check(plan, mels, ints)
+        if plan.own_shapes:
+            assert isinstance(mels, list | tuple)
+            return self._run_own_shapes(plan, list(mels), ints)
         count, total = len(plan.frames), sum(plan.tokens)
         with self._lock, torch.inference_mode():
             packed = self._packed.convs_one_by_one(list(mels)) if plan.convs_apart else None
@@ -352,3 +500,16 @@ class S3Batcher:
                 assert isinstance(mels, torch.Tensor)
                 codes, values, margins = self._packed(mels, firsts, rows, owners)
             return TokenResult(codes, values, margins[:count])
+
+    def _run_own_shapes(self, plan: TokenPlan, mels: list[torch.Tensor], ints: torch.Tensor) -> TokenResult:
+        """Each voice through the model alone, by vllm-omni's own calls at its shapes and layouts
+        (PackedS3.own_shapes), no split-K; queued back to back, nothing read back. `ints` (each
+        voice's count, rows and owner) are checked, not needed: one voice alone has no padding."""
+        codes, values, margins = [], [], []
+        with self._lock, torch.inference_mode():
+            for mel in mels:
+                c, v, m = self._exact.own_shapes(mel)
+                codes.append(c)
+                values.append(v)
+                margins.append(m)
+        return TokenResult(torch.cat(codes), torch.cat(values), torch.cat(margins))

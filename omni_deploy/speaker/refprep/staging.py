@@ -32,11 +32,11 @@ class Upload:
         """(the waveforms back to back, {name: int64 values}) on the device."""
         pinned = self.device.type == "cuda"
         total = sum(int(w.numel()) for w in self._waves)
-        host_waves = torch.empty(total, dtype=torch.float32, pin_memory=pinned)
+        host_waves = torch.empty(total, dtype=torch.float32, device="cpu", pin_memory=pinned)
         if self._waves:
-            torch.cat([w.float() for w in self._waves], out=host_waves)
+            torch.cat([w.to(dtype=torch.float32) for w in self._waves], out=host_waves)
         flat_ints = np.concatenate(list(self._ints.values())) if self._ints else np.zeros(0, np.int64)
-        host_ints = torch.empty(flat_ints.size, dtype=torch.int64, pin_memory=pinned)
+        host_ints = torch.empty(flat_ints.size, dtype=torch.int64, device="cpu", pin_memory=pinned)
         host_ints.numpy()[:] = flat_ints
         waves = host_waves.to(self.device, non_blocking=pinned)
         ints = host_ints.to(self.device, non_blocking=pinned)

@@ -108,10 +108,21 @@ def as_vllm_omni_prepares(device: torch.device) -> Any:
 def _flow_constants(device: str) -> tuple[torch.Tensor, torch.Tensor]:
     from torchaudio.functional import melscale_fbanks
 
-    basis = melscale_fbanks(
-        n_freqs=961, f_min=0.0, f_max=8000.0, n_mels=80, sample_rate=24000, mel_scale="slaney", norm="slaney"
-    ).T
-    return basis.to(torch.device(device)), torch.hann_window(1920).to(torch.device(device))
+    from omni_deploy.speaker.refprep.defaults import float32_defaults
+
+    with float32_defaults():  # as vllm-omni builds them: inside prepare_prompt's float32 default
+        basis = melscale_fbanks(
+            n_freqs=961,
+            f_min=0.0,
+            f_max=8000.0,
+            n_mels=80,
+            sample_rate=24000,
+            mel_scale="slaney",
+            norm="slaney",
+        ).T
+    target = torch.device(device)
+    window = torch.hann_window(1920, dtype=torch.float32, device="cpu").to(target)
+    return basis.to(device=target, dtype=torch.float32), window
 
 
 def cosyvoice_mel(y: torch.Tensor) -> torch.Tensor:

@@ -9,8 +9,16 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from omni_deploy.speaker.refprep import plan  # noqa: E402
-from omni_deploy.speaker.refprep.route import ENV_S3, choose_route  # noqa: E402
-from omni_deploy.speaker.refprep.s3_tokens import layout, linear, split_for  # noqa: E402
+from omni_deploy.speaker.refprep.route import ENV_S3, choose_route, exact_routes  # noqa: E402
+from omni_deploy.speaker.refprep.s3_tokens import (  # noqa: E402
+    capacities,
+    check_input,
+    layout,
+    linear,
+    own_shape_ints,
+    padded_capacity,
+    split_for,
+)
 from omni_deploy.speaker.refprep.staging import Upload  # noqa: E402
 from omni_deploy.speaker.refprep.waves import gather_padded, reflect_gather  # noqa: E402
 
@@ -81,18 +89,61 @@ def test_the_plan_of_a_six_second_reference() -> None:
     assert voice.fbank_frames == 598
 
 
-def test_the_route_follows_the_precision_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_route_follows_the_stages_policy(monkeypatch: pytest.MonkeyPatch) -> None:
+    """token2wav_allow_tf32 true: every S3 operation at vllm-omni's own shapes (TF32 products round
+    by shape); false: the host log-mel under cuDNN TF32 (the process's), the all-GPU front end
+    without it; the CPU has no TF32: the all-device route under either policy."""
     cuda, cpu = torch.device("cuda"), torch.device("cpu")
-    assert choose_route(cpu, {}).s3 == "device"
-    monkeypatch.setattr(torch.backends.cudnn, "allow_tf32", True)
-    assert choose_route(cuda, {}).s3 == "host"  # torch's default: TF32 convolutions
-    assert choose_route(cuda, {ENV_S3: "device"}).s3 == "device"
-    assert choose_route(cuda, {ENV_S3: "nonsense"}).s3 == "host"
-    monkeypatch.setattr(torch.backends.cudnn, "allow_tf32", False)
-    assert choose_route(cuda, {}).s3 == "device"
-    previous = torch.get_float32_matmul_precision()
+    for cudnn_tf32 in (True, False):
+        monkeypatch.setattr(torch.backends.cudnn, "allow_tf32", cudnn_tf32)
+        assert choose_route(cpu, True, {}).s3 == choose_route(cpu, False, {}).s3 == "device"
+        assert choose_route(cuda, True, {}).s3 == "own-shapes"
+        assert choose_route(cuda, False, {}).s3 == ("host" if cudnn_tf32 else "device")
+        assert choose_route(cuda, True, {ENV_S3: "device"}).s3 == "device"
+        assert choose_route(cuda, True, {ENV_S3: "nonsense"}).s3 == "own-shapes"
+    assert exact_routes("cuda", True, True) == ("own-shapes", "per-voice")
+    assert "device" not in exact_routes("cuda", False, True)
+
+
+def test_packed_capacities_climb_a_short_ladder() -> None:
+    assert [padded_capacity(n) for n in (1, 128, 129, 193, 4800, 8193, 9000)] == [
+        128, 128, 192, 256, 6144, 16384, 16384,
+    ]  # fmt: skip
+    assert capacities(1, 200) == [128]  # 50 tokens
+    assert capacities(32, 600) == [128, 192, 256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096, 6144]
+    assert all(padded_capacity(n) >= n for n in range(1, 9000, 7))
+
+
+def test_own_shape_integers_are_each_voices_count_rows_and_owner() -> None:
+    assert own_shape_ints([2, 3]).tolist() == [2, 0, 1, 0, 0, 3, 0, 1, 2, 0, 0, 0]
+
+
+def test_graph_inputs_are_checked_before_any_copy() -> None:
+    cpu = torch.device("cpu")
+    good = torch.zeros(2, 128, 10)
+    check_input("mels", good, torch.float32, cpu, (2, 128, -1))
+    for bad, expected in [
+        (good.to(torch.bfloat16), "dtype"),
+        (good[:1], "shape"),
+        (good.transpose(1, 2).contiguous().transpose(1, 2), "contiguous"),
+        (torch.zeros(2, 128, 10, device="meta"), "device"),
+        ([good], "a tensor"),
+    ]:
+        with pytest.raises(ValueError, match=expected):
+            check_input("mels", bad, torch.float32, cpu, (2, 128, -1))
+
+
+def test_upload_names_its_host_buffers_device_and_dtype() -> None:
+    """Under vLLM's loader: a bfloat16 default dtype and a device context for new tensors."""
+    previous = torch.get_default_dtype()
     try:
-        torch.set_float32_matmul_precision("high")
-        assert choose_route(cuda, {}).s3 == choose_route(cpu, {}).s3 == "per-voice"
+        torch.set_default_dtype(torch.bfloat16)
+        with torch.device("meta"):
+            upload = Upload(torch.device("cpu"))
+            upload.waves([torch.ones(3, dtype=torch.float32, device="cpu")])
+            upload.ints("n", [3])
+            flat, ints = upload.send()
     finally:
-        torch.set_float32_matmul_precision(previous)
+        torch.set_default_dtype(previous)
+    assert flat.dtype == torch.float32 and flat.device.type == "cpu" and flat.tolist() == [1.0, 1.0, 1.0]
+    assert ints["n"].dtype == torch.int64 and ints["n"].device.type == "cpu"
