@@ -322,6 +322,7 @@ def worker(args: argparse.Namespace) -> dict[str, Any]:
     stub_vllm_libraries()
     import torch
 
+    os.environ["OMNI_DEPLOY_SPK_REPORT_DIR"] = reports = tempfile.mkdtemp(prefix="spk-report-")
     if args.case != "a":
         from omni_deploy.integrations import vllm_plugin
 
@@ -348,6 +349,8 @@ def worker(args: argparse.Namespace) -> dict[str, Any]:
     result["speaker_model"] = type(core._spk_model).__name__
     report = [line for line in lines.lines if REPORT_MARK in line]
     result["report"] = report[-1].split(REPORT_MARK, 1)[1].strip() if report else None
+    files = sorted(Path(reports).glob("*.json"))
+    result["report_file"] = json.loads(files[-1].read_text()) if files else None  # warmup_s among others
     result["plugin_warnings"] = [line for line in lines.lines if "omni-deploy CAM++:" in line]
     requests = Requests(model, args.device)
     sizes = [int(s) for s in args.sizes.split(",")]
@@ -410,7 +413,7 @@ def run_case(
     start = time.perf_counter()
     try:
         done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=args.case_timeout)
-        stderr, code = done.stderr, done.returncode
+        stderr, code = done.stderr, str(done.returncode)
     except subprocess.TimeoutExpired as exc:
         stderr, code = (
             (exc.stderr or b"").decode(errors="replace")

@@ -112,18 +112,17 @@ def warm_stage(
 
         steps.append((f"encoder features {frames} frames", features))
     if state is not None:
+        # Without CUDA nothing is captured or compiled per bucket: one small pass checks the path
+        # (the CPU stands in for CUDA in tests) without minutes of CPU work.
+        on_cuda = str(getattr(encoder, "device", "cpu")).startswith("cuda")
         own = getattr(state.preparer, "warm_up", None)
-        if callable(own):  # the preparer's own entry point (issue 30) knows its buckets best
+        if on_cuda and callable(own):  # the preparer's own entry point (issue 30) knows its buckets best
             steps.append((f"batched preparation up to {max_seqs} voices", lambda: own(max_seqs)))
         else:
-            # Without CUDA nothing is captured or compiled per bucket: one small pass checks the path
-            # (the CPU stands in for CUDA in tests) without minutes of CPU work.
-            on_cuda = str(getattr(encoder, "device", "cpu")).startswith("cuda")
             lengths = voice_seconds(extra) if on_cuda else voice_seconds(extra)[:1]
             for seconds in lengths:
                 for count in batch_sizes(max_seqs) if on_cuda else [1]:
-                    steps.append((f"batched pass {count}x{seconds:g}s",
-                                  lambda s=seconds, n=count: state.warm(s, n)))  # fmt: skip
+                    steps.append((f"batched pass {count}x{seconds:g}s", _pass(state, seconds, count)))
     for index, (name, step) in enumerate(steps):
         if clock() - start > budget:
             out.skipped = len(steps) - index
@@ -138,6 +137,10 @@ def warm_stage(
         out.steps.append(name)
     out.seconds = clock() - start
     return out
+
+
+def _pass(state: Any, seconds: float, count: int) -> Callable[[], None]:
+    return lambda: state.warm(seconds, count)
 
 
 def budget_from_env() -> float:
