@@ -73,6 +73,7 @@ REPORT_MARK = "omni-deploy CAM++ report:"
 
 
 def stub_vllm_libraries() -> None:
+    stubbed = False
     for name in ("vllm._C", "vllm._C_stable_libtorch", "vllm._moe_C"):
         if name not in sys.modules:
             try:
@@ -81,6 +82,23 @@ def stub_vllm_libraries() -> None:
                 found = None
             if found is None:
                 sys.modules[name] = types.ModuleType(name)
+                stubbed = True
+    if stubbed:
+        # Capability probes vLLM runs at import time (cutlass_scaled_mm_supports_block_fp8, ...)
+        # call ops of the missing library: without it they answer False. The Code2Wav path calls
+        # no op of it.
+        from vllm import _custom_ops
+
+        for name in dir(_custom_ops):
+            if "supports" in name or name.endswith("_supported"):
+                setattr(_custom_ops, name, lambda *args, **kwargs: False)
+        # Without vLLM's metadata its platform is "unspecified" (its CUDA platform imports compiled
+        # flash-attention modules): vllm-omni's HiFT graphs ask it for a graph pool, torch's here.
+        import torch
+        from vllm.platforms import current_platform
+
+        if torch.cuda.is_available() and getattr(current_platform, "graph_pool_handle", None) is None:
+            current_platform.graph_pool_handle = torch.cuda.graph_pool_handle
 
 
 def alias_cosyvoice2() -> None:
@@ -340,7 +358,10 @@ def worker(args: argparse.Namespace) -> dict[str, Any]:
     try:
         model = load_stage(Path(args.model_dir), args.case, dtype, args.device)
     except Exception as exc:
+        import traceback
+
         result["errors"].append(f"load: {type(exc).__name__}: {exc}")
+        result["traceback"] = traceback.format_exc()[-4000:]
         result["log"] = lines.lines[-20:]
         return result
     result["load_s"] = round(time.perf_counter() - start, 2)
@@ -381,7 +402,10 @@ def worker(args: argparse.Namespace) -> dict[str, Any]:
                 cached = [timed(same) for _ in range(args.iters)]
                 result[f"new_{size}"], result[f"cached_{size}"] = spread(new), spread(cached)
     except Exception as exc:
+        import traceback
+
         result["errors"].append(f"forward: {type(exc).__name__}: {exc}")
+        result["traceback"] = traceback.format_exc()[-4000:]
     result["finite"] = finite
     state = getattr(model, "_omni_deploy_refprep", None)
     if state is not None:
@@ -429,7 +453,7 @@ def run_case(
     finally:
         Path(out).unlink(missing_ok=True)
     result["process_s"] = seconds
-    print(f"[{case} {dtype}] {seconds}s {json.dumps(result)[:600]}", flush=True)
+    print(f"[{case} {dtype}] {seconds}s {json.dumps(result)}", flush=True)
     return result
 
 

@@ -53,8 +53,11 @@ $PIP download -q --no-deps --only-binary=:all: --python-version 3.12 --implement
   -d "$DEST/whl" "${specs[@]}"
 
 if [ ! -f "$DEST/site.tar.xz" ]; then
-  (cd "$SITE" && find vllm vllm_omni -name '*.py' -o -name '*.yaml' -o -name '*.json' -o -name '*.jinja' \
-     -o -name 'py.typed' | grep -v '/__pycache__/' | tar -cJf "$DEST/site.tar.xz" -T -)
+  # The dist-info folders too: vLLM's platform detection and its Triton check read
+  # importlib.metadata.version("vllm"); without it the platform is "unspecified" (no CUDA graphs).
+  (cd "$SITE" && { find vllm vllm_omni -name '*.py' -o -name '*.yaml' -o -name '*.json' -o -name '*.jinja' \
+     -o -name 'py.typed'; ls -d vllm-*.dist-info vllm_omni-*.dist-info; } | grep -v '/__pycache__/' \
+     | tar -cJf "$DEST/site.tar.xz" -T -)
 fi
 rm -rf "$DEST/tree" && mkdir -p "$DEST/tree"
 (cd "$ROOT" && tar -cf - --exclude='__pycache__' omni_deploy benchmarks deploy pyproject.toml) | tar -xf - -C "$DEST/tree"
