@@ -310,7 +310,7 @@ def _serve(code2wav: Any, requests: int) -> list[dict[str, Any]]:
     ref = (
         0.3 * np.sin(np.arange(16000) * 2 * np.pi * 180 / 16000) + 0.05 * rng.standard_normal(16000)
     ).astype("float32")
-    served = []
+    served: list[dict[str, Any]] = []
     for index in range(requests):
         request_id = f"req-{index}"
         info = {

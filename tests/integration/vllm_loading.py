@@ -67,7 +67,8 @@ def runner_forward(
     the stage's device, each request's reference voice a CPU tensor in its additional information,
     under `torch.inference_mode()`. Request ids are `tag`-i (new ids: new requests)."""
     device = torch.device(code2wav.backend._token2wav._core.device)
-    infos, codes = [], []
+    infos: list[dict[str, Any]] = []
+    codes: list[torch.Tensor] = []
     for i, (ref, rate) in enumerate(refs):
         generator = torch.Generator(device="cpu").manual_seed(10 + i)
         ids = torch.randint(0, 6561, (tokens,), generator=generator, dtype=torch.int64, device="cpu")
