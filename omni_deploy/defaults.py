@@ -12,4 +12,9 @@ PORT = 8091  # the API port of a served deploy file (serve, k8s, bench ab)
 # Model load, graph capture and TensorRT builds take minutes: how long a server may take to answer
 # /health (serve --ready-timeout, bench's, the k8s startupProbe's budget).
 READY_TIMEOUT_S = 1800
+# The CUDA CAM++ plugin's warm-up of a Code2Wav stage (encoder buckets, S3 tokenizer buckets,
+# batched passes up to max_num_seqs voices) runs inside the stage's load, so inside
+# READY_TIMEOUT_S; it stops at this budget (OMNI_DEPLOY_SPK_WARMUP_BUDGET_S) and leaves the rest to
+# the first requests. Seconds on an H200 (docs/benchmarks.md); the budget allows a slow host.
+SPK_WARMUP_BUDGET_S = 120
 STOP_GRACE_S = 10  # between TERM and KILL when a server is stopped

@@ -15,6 +15,7 @@ from omni_deploy.config.stage_schema import PLATFORMS
 from omni_deploy.config.yaml_loader import display_path
 from omni_deploy.deployment import Deployment
 from omni_deploy.host import HostCaps
+from omni_deploy.integrations.report import startup_fallback
 from omni_deploy.knowledge.versions import RELEASED
 from omni_deploy.launch.options import LaunchOptions
 from omni_deploy.launch.spec import launch_spec
@@ -270,6 +271,9 @@ def _server_report_notes(host: HostCaps) -> list[str]:
             f"    {r.get('model')} {where}: {r.get('backend')} on {r.get('device')} (decided by {r.get('why')}; "
             f"vllm-omni {r.get('vllm_omni')}; pid {r.get('pid')} on {r.get('host')}, {r.get('time')}{retired})"
         )
+        advice = startup_fallback(str(r.get("why", "")), str(r.get("prepare", "n/a")))
+        if advice is not None:
+            notes.append(f"      warning: {advice}")
     return notes
 
 

@@ -170,7 +170,11 @@ class SessionFacade:
         (array,) = feeds.values()
         batch = np.asarray(array, dtype=np.float32)
         rows = [self.guard(torch.from_numpy(np.ascontiguousarray(item))) for item in batch]
-        out = torch.cat([r.detach().float().cpu() for r in rows]) if rows else torch.empty(0, EMBED_SHAPE[1])
+        out = (
+            torch.cat([r.detach().float().cpu() for r in rows])
+            if rows
+            else torch.empty(0, EMBED_SHAPE[1], dtype=torch.float32, device="cpu")
+        )
         return [out.numpy()]
 
     def __getattr__(self, attribute: str) -> Any:

@@ -19,16 +19,18 @@ from types import ModuleType
 from typing import Any
 
 from omni_deploy.integrations.guard import session_embedder
-from omni_deploy.integrations.refprep import plug
+from omni_deploy.integrations.refprep import detach, plug
 from omni_deploy.integrations.report import Outcome, report, warn, warn_once
 from omni_deploy.integrations.takeover import (
     admit,
+    fail_warm_up,
     forced_cpu,
     is_ort_session,
     load_guard,
     tf32_field,
     wrap_once,
 )
+from omni_deploy.integrations.warmup import ENV_BUDGET, budget_from_env, max_num_seqs, warm_stage
 from omni_deploy.speaker_rules import (
     CPU_ORT,
     CUDA_TORCH,
@@ -195,13 +197,32 @@ def _stand_aside(outcome: Outcome, current: Any, label: str) -> Outcome:
 def _install_guard(
     code2wav: Any, core: Any, device: Any, current: Any, choice: Choice, label: str, outcome: Outcome
 ) -> Outcome:
-    """The guarded encoder in the core's `_spk_model` slot, vllm-omni's session behind it; then
-    the batched reference preparation over the same encoder (issue 26: integrations/refprep)."""
+    """The guarded encoder in the core's `_spk_model` slot, vllm-omni's session behind it, and the
+    batched reference preparation over the same encoder (issue 26: integrations/refprep); all of
+    it warmed first, and the device synchronised and checked, before the stage is changed: a
+    take-over that fails leaves the stage as vllm-omni built it."""
     onnx_path = os.path.join(str(core.model_path), "campplus.onnx")
     outcome.onnx = onnx_path
     guard, encoder = load_guard(onnx_path, device, choice, session_embedder(current), label, outcome)
     if guard is None:
         return outcome
+    extra = stage_extra(code2wav)
+    prepare = plug(code2wav, core, guard, encoder, extra, choice, label)
+    state = getattr(code2wav, "_omni_deploy_refprep", None) if prepare == "batched" else None
+    warmed = warm_stage(encoder, state, max_num_seqs(code2wav), extra, budget_from_env())
+    outcome.warmup_s = round((outcome.warmup_s or 0.0) + warmed.seconds, 3)
+    if warmed.problem is not None and (warmed.cuda_error or state is None):
+        detach(code2wav)
+        fail_warm_up(outcome, label, "encoder" if state is None else "stage", warmed.as_warm_up())
+        return outcome
+    if warmed.problem is not None:  # the batched pass failed its warm-up: the per-voice path stays
+        detach(code2wav)
+        warn("%s: batched reference preparation failed its warm-up (%s); vllm-omni prepares each voice itself",
+             label, warmed.problem)  # fmt: skip
+        prepare = "per-voice(warm-up failed)"
+    if warmed.skipped:
+        warn("%s: the warm-up stopped at its budget of %gs (%s) with %d steps left; the first requests finish "
+             "them", label, budget_from_env(), ENV_BUDGET, warmed.skipped)  # fmt: skip
     reported = guard.on_retire
 
     def retire(what: str) -> None:
@@ -216,7 +237,7 @@ def _install_guard(
     outcome.backend, outcome.device, outcome.why = CUDA_TORCH, str(encoder.device), choice.decided_by
     outcome.replaced, outcome.tf32 = "onnxruntime-cpu", tf32_field(choice)
     outcome.kernels = str(getattr(getattr(encoder, "model", None), "backend", "?"))
-    outcome.prepare = plug(code2wav, core, guard, encoder, stage_extra(code2wav), choice, label)
+    outcome.prepare = prepare
     return outcome
 
 

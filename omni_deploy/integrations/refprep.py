@@ -114,6 +114,25 @@ class HookState:
             self._last_summary = now
             self.log("info", "%s: %s", self.label, self.summary())
 
+    def warm(self, seconds: float, count: int) -> None:
+        """One pass of `count` synthetic voices of `seconds` at 16 kHz through the preparer, as a
+        request's pass runs (vllm-omni's default dtype and autocast context), results discarded
+        and the preparer's counts left as they were: the buckets it meets are compiled and captured
+        before the first request."""
+        import copy
+
+        from omni_deploy.integrations.warmup import synthetic_voice
+        from omni_deploy.speaker.refprep.prepare import Voice
+        from omni_deploy.speaker.refprep.upstream_ops import as_vllm_omni_prepares
+
+        voices = [Voice(synthetic_voice(seconds, 16000, seed), 16000) for seed in range(count)]
+        before = copy.deepcopy(self.preparer.stats)
+        try:
+            with as_vllm_omni_prepares(self.preparer.device):
+                self.preparer.prepare(voices)
+        finally:
+            self.preparer.stats = before
+
     def summary(self) -> str:
         return (
             f"batched reference preparation: {self.voices} voices in {self.passes} passes, "
@@ -190,6 +209,14 @@ def attach(code2wav: Any, state: HookState) -> None:
     code2wav._parse_item = parse
     state.backend.prepare_prompt = prepare
     code2wav._omni_deploy_refprep = state
+
+
+def detach(code2wav: Any) -> None:
+    """Undo `attach`: vllm-omni's own methods again (the instance attributes go; the class's stay)."""
+    state = vars(code2wav).pop("_omni_deploy_refprep", None)
+    vars(code2wav).pop("_parse_item", None)
+    if state is not None:
+        vars(state.backend).pop("prepare_prompt", None)
 
 
 def make_state(

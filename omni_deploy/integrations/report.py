@@ -72,6 +72,44 @@ class Outcome:
     prepare: str = "n/a"  # new reference voices (issue 26): "batched", or "per-voice(<why>)"
 
 
+def startup_fallback(why: str, prepare: str = "n/a") -> str | None:
+    """For serve, `explain --probe` and the docs: when a report's decided-by (`why`, with spaces or
+    with the line's underscores) or prepare field says the CUDA fast path fell back at start-up,
+    what happened and what to do; None when it did not."""
+    text = why.replace("_", " ")
+    if "CUDA error" in text:
+        return (
+            f"the CUDA CAM++ fast path fell back at start-up with a CUDA error ({text}): the stage kept vllm-omni's "
+            "ONNX Runtime session, but this process's CUDA context may be unusable. Restart the stage with "
+            "token2wav_device_spk: false (or OMNI_DEPLOY_SPK_BACKEND=cpu-onnxruntime) and report the stage's log "
+            "(its 'omni-deploy CAM++:' WARNING names the failing step)"
+        )
+    if text.startswith("fallback") and "warm-up" in text:
+        return (
+            f"the CUDA CAM++ fast path fell back at start-up ({text}): speaker embeddings run on ONNX Runtime on "
+            "the CPU, so each new voice costs more. The stage's 'omni-deploy CAM++:' WARNING says why; "
+            "`omni-deploy spk parity --onnx CAMPPLUS_ONNX` compares the encoder with ONNX Runtime on this host"
+        )
+    if text.startswith("fallback") and "loading the encoder" in text:
+        return (
+            f"the CUDA CAM++ fast path fell back at start-up ({text}): omni-deploy's encoder could not read "
+            "campplus.onnx; speaker embeddings run on ONNX Runtime on the CPU. `omni-deploy spk parity --onnx` on the "
+            "model's campplus.onnx says what it rejects"
+        )
+    if text.startswith("error"):
+        return (
+            f"the plugin's take-over failed at start-up ({text}): the stage runs as vllm-omni built it. Its "
+            "'omni-deploy CAM++:' WARNING has the exception; report it with the vllm-omni version"
+        )
+    if "warm-up failed" in prepare.replace("_", " "):
+        return (
+            "the batched reference preparation failed its start-up warm-up: vllm-omni prepares each new voice "
+            "itself (slower for new voices). The stage's 'omni-deploy CAM++:' WARNING says why; "
+            "token2wav_device_prepare: false makes this the configured path"
+        )
+    return None
+
+
 def token(text: str) -> str:
     """One space-free field of the report line: 'token2wav_device_spk (default)' ->
     'token2wav_device_spk(default)'."""

@@ -128,10 +128,52 @@ def tf32_field(choice: Choice) -> str:
 WARMUP_FRAMES = 598  # a 6 s reference, the longest MiniCPM-o keeps: kernels compiled, its graph captured
 
 
-def warm_up(encoder: Any) -> tuple[str | None, float]:
-    """One embedding of stand-in features, before any request: the first call compiles the Triton
-    kernels and captures a graph (seconds on a fresh host), which a request would otherwise wait for,
-    and an encoder that answers badly is caught before it serves. (problem or None, seconds)."""
+def is_cuda_error(exc: BaseException) -> bool:
+    """A CUDA error proper (an illegal access, a launch failure: the process's CUDA context may be
+    unusable from then on), as opposed to an ordinary failure (a Python error, a refused launch,
+    out of memory) after which the stage can go on as vllm-omni built it."""
+    import torch
+
+    if isinstance(exc, torch.OutOfMemoryError):
+        return False
+    accelerator_error = getattr(torch, "AcceleratorError", None)
+    if accelerator_error is not None and isinstance(exc, accelerator_error):
+        return True
+    text = str(exc)
+    return any(
+        mark in text
+        for mark in (
+            "CUDA error",
+            "Triton Error [CUDA]",
+            "cudaError",
+            "CUBLAS_STATUS",
+            "CUDNN_STATUS_EXECUTION",
+        )
+    )
+
+
+def settle(device: Any) -> None:
+    """Wait for everything queued on `device` and surface any asynchronous CUDA error now, before
+    the stage is changed: an error that surfaced later would land in vllm-omni's next forward."""
+    import torch
+
+    if torch.device(device).type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+@dataclass
+class WarmUp:
+    problem: str | None  # why the encoder is not fit to serve, or None
+    seconds: float
+    cuda_error: bool = False  # the problem is a CUDA error (reported as such, never as a plain fallback)
+
+
+def warm_up(encoder: Any, batches: tuple[int, ...] = (1,)) -> WarmUp:
+    """Embeddings of stand-in features before any request, one call per batch size in `batches`:
+    the first call compiles the Triton kernels and each captures its (batch, length) bucket's graph
+    (seconds on a fresh host), which a request would otherwise wait for, and an encoder that
+    answers badly is caught before it serves. Every tensor here names its dtype and device: the
+    take-over runs under vLLM's loader (bf16 default dtype, maybe a `torch.device` context)."""
     import time
 
     import torch
@@ -140,11 +182,18 @@ def warm_up(encoder: Any) -> tuple[str | None, float]:
 
     start = time.perf_counter()
     try:
-        feats = torch.randn(WARMUP_FRAMES, 80, generator=torch.Generator().manual_seed(0))
-        problem = embedding_problem(encoder(feats - feats.mean(dim=0, keepdim=True)))
+        generator = torch.Generator(device="cpu").manual_seed(0)
+        feats = torch.randn(WARMUP_FRAMES, 80, generator=generator, dtype=torch.float32, device="cpu")
+        feats = feats - feats.mean(dim=0, keepdim=True)
+        problem = embedding_problem(encoder(feats))
+        for batch in batches:
+            if problem is None and batch > 1 and callable(getattr(encoder, "embed_features", None)):
+                rows = encoder.embed_features([feats] * batch)
+                problem = next((p for p in map(embedding_problem, rows.split(1)) if p), None)
+        settle(getattr(encoder, "device", "cpu"))
     except Exception as exc:  # reported by the caller, which keeps ONNX Runtime
-        problem = f"{type(exc).__name__}: {exc}"
-    return problem, time.perf_counter() - start
+        return WarmUp(f"{type(exc).__name__}: {exc}", time.perf_counter() - start, is_cuda_error(exc))
+    return WarmUp(problem, time.perf_counter() - start)
 
 
 def load_guard(
@@ -164,15 +213,10 @@ def load_guard(
         outcome.why = f"fallback: {type(exc).__name__} loading the encoder"
         return None, None
 
-    problem, seconds = warm_up(encoder)
-    outcome.warmup_s = round(seconds, 3)
-    if problem is not None:
-        warn(
-            "%s: the CUDA CAM++ encoder failed its warm-up (%s); keeping ONNX Runtime on the CPU",
-            label,
-            problem,
-        )
-        outcome.backend, outcome.device, outcome.why = CPU_ORT, "cpu", "fallback: encoder warm-up failed"
+    warmed = warm_up(encoder)
+    outcome.warmup_s = round(warmed.seconds, 3)
+    if warmed.problem is not None:
+        fail_warm_up(outcome, label, "encoder", warmed)
         return None, None
 
     def retired(what: str) -> None:
@@ -184,6 +228,21 @@ def load_guard(
         encoder, fallback, label, max_failures(), warn=lambda m: warn("%s", m), on_retire=retired
     )
     return guard, encoder
+
+
+def fail_warm_up(outcome: Outcome, label: str, what: str, warmed: WarmUp) -> None:
+    """Say that a warm-up failed, and how: a CUDA error is named as one (the process's CUDA context
+    may be unusable, so the operator must hear it as more than a fallback)."""
+    if warmed.cuda_error:
+        warn("%s: a CUDA error in omni-deploy's %s warm-up (%s): the speaker path stays as vllm-omni built it, "
+             "but this process's CUDA context may be unusable; restart the stage with token2wav_device_spk: "
+             "false and report this with the log", label, what, warmed.problem)  # fmt: skip
+        outcome.why = f"fallback: CUDA error in the {what} warm-up"
+    else:
+        warn("%s: omni-deploy's %s failed its warm-up (%s); keeping ONNX Runtime on the CPU", label, what,
+             warmed.problem)  # fmt: skip
+        outcome.why = f"fallback: {what} warm-up failed"
+    outcome.backend, outcome.device = CPU_ORT, "cpu"
 
 
 _guards: dict[tuple[str, str, str], tuple[GuardedSpeakerModel | None, Outcome]] = {}

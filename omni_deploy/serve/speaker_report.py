@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from omni_deploy.integrations.report import read_files
+from omni_deploy.integrations.report import read_files, startup_fallback
 from omni_deploy.speaker_rules import LOG_PREFIX, PLUGIN_NAME, PLUGINS_ALLOWLIST_ENV, REPORT_MARK
 
 WARNING_MARK = LOG_PREFIX  # the plugin's warnings begin with it
@@ -136,5 +136,9 @@ def summary_lines(
         level = "warning" if expected and stage.backend != expected else "info"
         note = f" (the deploy file asked for {expected})" if level == "warning" else ""
         out.append((level, f"speaker backend reported by the server: {stage.describe()}{note}"))
+        advice = startup_fallback(stage.fields.get("decided-by", ""), stage.fields.get("prepare", "n/a"))
+        if advice is not None:
+            where = f"stage {stage.stage}" if stage.stage.isdigit() or stage.stage == "?" else stage.stage
+            out.append(("warning", f"{where}: {advice}"))
     out += [("warning", f"the server said: {w}") for w in report.warnings]
     return out

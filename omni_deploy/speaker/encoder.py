@@ -124,7 +124,10 @@ class SpeakerEncoder:
         what the warm-up and the capture run on."""
         size = 4 * batch + batch * width * row
         pinned = self.device.type == "cuda"
-        staging = torch.zeros(size, pin_memory=pinned)
+        # dtype and device named: the take-over runs under vLLM's loader, whose default dtype is the
+        # stage's (bf16) and which may hold a `torch.device` context. A bf16 buffer here would halve
+        # the int64 header and the graph would read item starts out of the packed data.
+        staging = torch.zeros(size, dtype=torch.float32, device="cpu", pin_memory=pinned)
         head = staging[: 4 * batch].view(torch.int64)
         head[:batch] = width
         head[batch:] = 0
@@ -206,11 +209,11 @@ class SpeakerEncoder:
         graph = self._graph_for("features", len(feats), frames)
         if graph is not None:
             return self._replay(graph, feats, lengths)
-        padded = torch.zeros(len(feats), frames, FEAT_DIM, device=self.device)
+        padded = torch.zeros(len(feats), frames, FEAT_DIM, dtype=torch.float32, device=self.device)
         for i, f in enumerate(feats):
             padded[i, : f.shape[0]] = f.to(self.device)
         with torch.no_grad(), precision_scope(self.allow_tf32, self.cudnn_tf32):
-            return self.model(padded, torch.tensor(lengths, device=self.device))
+            return self.model(padded, torch.tensor(lengths, dtype=torch.int64, device=self.device))
 
     def _run_waves(self, waves: list[torch.Tensor]) -> torch.Tensor:
         # Only the samples inside the last whole frame count (up to 159 after it do not): cut
@@ -224,7 +227,7 @@ class SpeakerEncoder:
     def embed_features(self, feats: list[torch.Tensor]) -> torch.Tensor:
         """[B, 192] raw embeddings of mean-subtracted [T, 80] features (T may differ per item)."""
         if not feats:
-            return torch.empty(0, EMBED_DIM, device=self.device)
+            return torch.empty(0, EMBED_DIM, dtype=torch.float32, device=self.device)
         checked = []
         for f in feats:
             if f.dim() != 2 or f.shape[1] != FEAT_DIM:
@@ -246,7 +249,7 @@ class SpeakerEncoder:
             t = torch.as_tensor(w, dtype=torch.float32).reshape(-1).to(self.device)
             tensors.append(resample(t, sample_rate, SAMPLE_RATE))
         if not tensors:
-            return torch.empty(0, EMBED_DIM, device=self.device)
+            return torch.empty(0, EMBED_DIM, dtype=torch.float32, device=self.device)
         if min(num_frames(int(t.shape[0])) for t in tensors) < 2:
             raise ValueError("a reference needs at least 2 feature frames (about 35 ms of audio)")
         longest = padded_length(max(num_frames(int(t.shape[0])) for t in tensors))

@@ -36,26 +36,30 @@ def _mel_banks_cpu() -> torch.Tensor:
     nyquist = SAMPLE_RATE / 2
     fft_bins = FFT_SIZE // 2
     mel_low, mel_high = (
-        _mel(torch.tensor(LOW_FREQ, dtype=torch.float64)),
-        _mel(torch.tensor(nyquist, dtype=torch.float64)),
+        _mel(torch.tensor(LOW_FREQ, dtype=torch.float64, device="cpu")),
+        _mel(torch.tensor(nyquist, dtype=torch.float64, device="cpu")),
     )
     delta = (mel_high - mel_low) / (NUM_MEL_BINS + 1)
-    index = torch.arange(NUM_MEL_BINS, dtype=torch.float64)[:, None]
+    index = torch.arange(NUM_MEL_BINS, dtype=torch.float64, device="cpu")[:, None]
     left, center, right = (
         mel_low + index * delta,
         mel_low + (index + 1) * delta,
         mel_low + (index + 2) * delta,
     )
-    mel = _mel(SAMPLE_RATE / FFT_SIZE * torch.arange(fft_bins, dtype=torch.float64))[None, :]
+    mel = _mel(SAMPLE_RATE / FFT_SIZE * torch.arange(fft_bins, dtype=torch.float64, device="cpu"))[None, :]
     up = (mel - left) / (center - left)
     down = (right - mel) / (right - center)
     banks = torch.clamp(torch.minimum(up, down), min=0.0)
-    return torch.cat([banks, torch.zeros(NUM_MEL_BINS, 1, dtype=torch.float64)], dim=1).T.float().contiguous()
+    return (
+        torch.cat([banks, torch.zeros(NUM_MEL_BINS, 1, dtype=torch.float64, device="cpu")], dim=1)
+        .T.float()
+        .contiguous()
+    )
 
 
 @cache
 def _povey_window_cpu() -> torch.Tensor:
-    n = torch.arange(FRAME_LENGTH, dtype=torch.float64)
+    n = torch.arange(FRAME_LENGTH, dtype=torch.float64, device="cpu")
     return (0.5 - 0.5 * torch.cos(2 * math.pi * n / (FRAME_LENGTH - 1))).pow(0.85).float()
 
 
@@ -98,7 +102,7 @@ def fbank(waveforms: list[torch.Tensor]) -> list[torch.Tensor]:
     if not waveforms:
         return []
     device = waveforms[0].device
-    lengths = torch.tensor([int(w.shape[-1]) for w in waveforms], device=device)
+    lengths = torch.tensor([int(w.shape[-1]) for w in waveforms], dtype=torch.int64, device=device)
     padded = torch.nn.utils.rnn.pad_sequence([w.reshape(-1).float() for w in waveforms], batch_first=True)
     feats, counts = fbank_padded(padded, lengths)
     return [feats[i, : int(n)] for i, n in enumerate(counts.tolist())]

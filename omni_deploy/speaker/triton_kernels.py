@@ -92,6 +92,43 @@ def _config(kind: str, batch: int) -> dict[str, int]:
     return CONFIG[f"{kind}_{'large' if batch >= LARGE_BATCH else 'small'}"]
 
 
+class KernelInputError(ValueError):
+    """A launch refused before it could read or write out of bounds (the guard answers it)."""
+
+
+def check(
+    kernel: str,
+    name: str,
+    t: torch.Tensor,
+    device: torch.device,
+    dtype: torch.dtype = torch.float32,
+    shape: tuple[int | None, ...] | None = None,
+    contiguous: bool = False,
+    unit_last: bool = False,
+) -> None:
+    """Refuse a launch whose tensor `name` is not what the kernel's pointer arithmetic assumes:
+    its dtype (a bf16 buffer read as float32 reads twice as far), its device, its shape (None: any
+    size on that axis), contiguity or a unit stride along the last axis. Raises KernelInputError."""
+    problem = None
+    if not isinstance(t, torch.Tensor):
+        problem = f"is {type(t).__name__}, not a tensor"
+    elif t.dtype != dtype:
+        problem = f"has dtype {str(t.dtype).replace('torch.', '')}, needs {str(dtype).replace('torch.', '')}"
+    elif t.device != device:
+        problem = f"is on {t.device}, the launch on {device}"
+    elif shape is not None and (
+        t.dim() != len(shape)
+        or any(want is not None and got != want for got, want in zip(t.shape, shape, strict=True))
+    ):
+        problem = f"has shape {list(t.shape)}, needs {['*' if w is None else w for w in shape]}"
+    elif contiguous and not t.is_contiguous():
+        problem = "is not contiguous"
+    elif unit_last and t.dim() and t.shape[-1] > 1 and t.stride(-1) != 1:
+        problem = "has no unit stride along its last axis"
+    if problem is not None:
+        raise KernelInputError(f"{kernel}: {name} {problem}")
+
+
 @triton.jit
 def _bottleneck_kernel(
     x_ptr,
@@ -286,6 +323,7 @@ def _prepare_kernel(
     half_ptr,
     T,
     HALF,
+    ROWS,
     FEAT: tl.constexpr,
     FEAT_P2: tl.constexpr,
     BLOCK_T: tl.constexpr,
@@ -297,7 +335,10 @@ def _prepare_kernel(
         gdc_launch_dependents()
     pid_t = tl.program_id(0)
     b = tl.program_id(1)
-    n = tl.load(len_ptr + b)
+    # Lengths past the padded width, or rows outside the input, are never read: a header written
+    # wrong (or by a caller that broke the layout) gives a wrong embedding, which the guard
+    # rejects, never an access out of bounds.
+    n = tl.minimum(tl.maximum(tl.load(len_ptr + b), 0), T)
     # Padded input: item b's frames start at row b * T; packed input: at the row given for it.
     if PACKED:  # noqa: SIM108 (a statement: Triton compiles only the branch the constant picks)
         first = tl.load(start_ptr + b)
@@ -306,12 +347,13 @@ def _prepare_kernel(
     offs_t = pid_t * BLOCK_T + tl.arange(0, BLOCK_T)
     t_ok = offs_t < T
     valid = (offs_t < n) & t_ok
+    rows = first + offs_t
     offs_f = tl.arange(0, FEAT_P2)
     f_ok = offs_f < FEAT
     # Frames past the length are read as zero (they may hold anything, NaN included).
     v = tl.load(
-        f_ptr + (first + offs_t[None, :]) * FEAT + offs_f[:, None],
-        mask=f_ok[:, None] & valid[None, :],
+        f_ptr + rows[None, :].to(tl.int64) * FEAT + offs_f[:, None],
+        mask=f_ok[:, None] & (valid & (rows >= 0) & (rows < ROWS))[None, :],
         other=0.0,
     )
     tl.store(
@@ -377,7 +419,7 @@ def _stats_pool_kernel(
         gdc_launch_dependents()
     pid_c = tl.program_id(0)
     b = tl.program_id(1)
-    n = tl.load(len_ptr + b)
+    n = tl.minimum(tl.load(len_ptr + b), T)  # never past the frames there are
     count = n.to(tl.float32)
     offs_c = pid_c * BLOCK_C + tl.arange(0, BLOCK_C)
     c_ok = offs_c < C
@@ -422,6 +464,21 @@ def bottleneck(
     """
     batch, c_in, frames = x.shape
     m = weight.shape[0]
+    dev = x.device
+    check("bottleneck", "x", x, dev, shape=(batch, c_in, frames), unit_last=True)
+    check("bottleneck", "scale", scale, dev, shape=(c_in,), contiguous=True)
+    check("bottleneck", "shift", shift, dev, shape=(c_in,), contiguous=True)
+    check("bottleneck", "weight", weight, dev, shape=(m, c_in), contiguous=True)
+    if bias is not None:
+        check("bottleneck", "bias", bias, dev, shape=(m,), contiguous=True)
+    check("bottleneck", "out", out, dev, shape=(batch, m, frames), unit_last=True)
+    if mask is not None:
+        check("bottleneck", "mask", mask, dev, shape=(batch, frames), unit_last=True)
+    if seg_parts is not None:
+        tiles, _ = segment_tiles(batch, frames)
+        check("bottleneck", "seg_parts", seg_parts, dev, shape=(batch, m, tiles, 2))
+        if seg_parts.stride(3) != 1 or seg_parts.stride(2) != 2:
+            raise KernelInputError("bottleneck: seg_parts is not packed along its last two axes")
     cfg = _config("bottleneck", batch)
     grid = (triton.cdiv(frames, cfg["BLOCK_T"]), triton.cdiv(m, cfg["BLOCK_M"]), batch)
     _bottleneck_kernel[grid](
@@ -476,6 +533,18 @@ def cam_gate(
     batch, channels, tiles, _ = seg_parts.shape
     _, tile = segment_tiles(batch, 1)
     segments = gate.shape[2]
+    dev, hidden, outs = seg_parts.device, w1.shape[0], w2.shape[0]
+    check("cam_gate", "seg_parts", seg_parts, dev, shape=(batch, channels, tiles, 2))
+    if seg_parts.stride(3) != 1 or seg_parts.stride(2) != 2:
+        raise KernelInputError("cam_gate: seg_parts is not packed along its last two axes")
+    if tiles * tile < segments * SEG:
+        raise KernelInputError(f"cam_gate: {tiles} tiles of {tile} frames do not cover {segments} segments")
+    check("cam_gate", "lengths", lengths, dev, torch.int64, shape=(batch,), contiguous=True)
+    check("cam_gate", "w1", w1, dev, shape=(hidden, channels), contiguous=True)
+    check("cam_gate", "b1", b1, dev, shape=(hidden,), contiguous=True)
+    check("cam_gate", "w2", w2, dev, shape=(outs, hidden), contiguous=True)
+    check("cam_gate", "b2", b2, dev, shape=(outs,), contiguous=True)
+    check("cam_gate", "gate", gate, dev, shape=(batch, outs, segments), unit_last=True)
     _cam_gate_kernel[(segments, batch)](
         seg_parts,
         seg_parts.stride(0),
@@ -505,6 +574,11 @@ def local_conv_gate(
 ) -> None:
     """out = conv1d(h, k=3, dilation) * gate[segment of each frame]; weight_taps is [3, 32, C]."""
     batch, channels, frames = h.shape
+    dev, outs = h.device, weight_taps.shape[1]
+    check("local_conv_gate", "h", h, dev, shape=(batch, channels, frames), unit_last=True)
+    check("local_conv_gate", "weight_taps", weight_taps, dev, shape=(3, outs, channels), contiguous=True)
+    check("local_conv_gate", "gate", gate, dev, shape=(batch, outs, -(-frames // SEG)), unit_last=True)
+    check("local_conv_gate", "out", out, dev, shape=(batch, outs, frames), unit_last=True)
     cfg = _config("local", batch)
     grid = (triton.cdiv(frames, cfg["BLOCK_T"]), batch)
     _local_conv_gate_kernel[grid](
@@ -542,12 +616,17 @@ def prepare(
     are rows starts[b] .. starts[b] + lengths[b] - 1 (gathered here, so no scatter launch).
     """
     feats = feats.contiguous()
+    dev = feats.device
     if starts is None:
+        check("prepare", "feats", feats, dev, shape=(None, None, None))
         batch, frames, feat = feats.shape
     else:
         if frames is None:
-            raise ValueError("packed features need the padded frame count")
+            raise KernelInputError("prepare: packed features need the padded frame count")
+        check("prepare", "feats", feats, dev, shape=(None, None))
         batch, feat = lengths.shape[0], feats.shape[1]
+        check("prepare", "starts", starts, dev, torch.int64, shape=(batch,), contiguous=True)
+    check("prepare", "lengths", lengths, dev, torch.int64, shape=(batch,), contiguous=True)
     half = frames // 2
     x = feats.new_empty(batch, 1, feat, frames)
     mask1 = feats.new_empty(batch, frames)
@@ -564,6 +643,7 @@ def prepare(
         half_lengths,
         frames,
         half,
+        feats.shape[0] * (1 if starts is not None else frames),
         FEAT=feat,
         FEAT_P2=triton.next_power_of_2(feat),
         BLOCK_T=block,
@@ -588,10 +668,18 @@ def bias_relu_mask(
     """
     out = x if out is None else out
     if not x.is_contiguous() or (residual is not None and not residual.is_contiguous()):
-        raise ValueError("bias_relu_mask needs contiguous inputs")
+        raise KernelInputError("bias_relu_mask needs contiguous inputs")
     if out.shape != x.shape or not out[0, 0].is_contiguous():
-        raise ValueError("bias_relu_mask: out must match x, contiguous within each channel")
+        raise KernelInputError("bias_relu_mask: out must match x, contiguous within each channel")
+    dev = x.device
+    check("bias_relu_mask", "x", x, dev, contiguous=True)
+    check("bias_relu_mask", "out", out, dev)
     batch, channels = x.shape[:2]
+    check("bias_relu_mask", "bias", bias, dev, shape=(channels,), contiguous=True)
+    if residual is not None:
+        check("bias_relu_mask", "residual", residual, dev, shape=tuple(x.shape), contiguous=True)
+    if mask is not None:
+        check("bias_relu_mask", "mask", mask, dev, shape=(batch, x.shape[-1]), contiguous=True)
     per_channel = x[0, 0].numel()
     block = min(1024, triton.next_power_of_2(per_channel))
     _bias_relu_mask_kernel[(triton.cdiv(per_channel, block), channels, batch)](
@@ -618,7 +706,9 @@ def stats_pool(x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
     """[B, 2C]: per channel, mean and unbiased standard deviation over each item's valid frames."""
     batch, channels, frames = x.shape
     if x.stride(2) != 1:
-        raise ValueError("stats_pool needs unit stride in time")
+        raise KernelInputError("stats_pool needs unit stride in time")
+    check("stats_pool", "x", x, x.device, shape=(batch, channels, frames))
+    check("stats_pool", "lengths", lengths, x.device, torch.int64, shape=(batch,), contiguous=True)
     out = x.new_empty(batch, 2 * channels)
     block_c = 32
     _stats_pool_kernel[(triton.cdiv(channels, block_c), batch)](

@@ -13,8 +13,11 @@ loading code (`StepAudio2Token2WavCore._ensure_models_loaded`: hyperpyyaml for f
   place of `s3tokenizer.load_model` in the stage process (the real file is a 500 MB ONNX export).
 
 `run_stage` is what the spawned stage process runs: vLLM's real `load_general_plugins`, then the
-real `MiniCPMO45Code2Wav.load_weights -> _build_backend -> forward` on one request that carries a
-reference voice.
+real `MiniCPMO45Code2Wav` built by vLLM's own `BaseModelLoader.load_model` (construction under
+`set_default_torch_dtype(dtype)` and `torch.device`, then `load_weights -> _build_backend`, still
+under the dtype: bf16 by default, as MiniCPM-o 4.5's stages load; see vllm_loading.py), then
+`forward` as vLLM's runner calls it (`torch.inference_mode()`) on requests that carry a reference
+voice.
 """
 
 from __future__ import annotations
@@ -23,7 +26,6 @@ import json
 import logging
 import os
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import torch
@@ -211,9 +213,11 @@ def run_stage(
     result: str,
     requests: int = 1,
     vllm_omni_version: str | None = None,
+    dtype: str = "bfloat16",
 ) -> None:
-    """The Code2Wav stage process: plugins, weights, `requests` forwards with one reference voice
-    (distinct requests, the same voice: vllm-omni prepares it once and caches it)."""
+    """The Code2Wav stage process: plugins, the model loaded as vLLM loads it in `dtype`'s context,
+    `requests` forwards with one reference voice (distinct requests, the same voice: vllm-omni
+    prepares it once and caches it)."""
     _set_env(env)
     import s3tokenizer
     import vllm.logger  # configures the `vllm` logger tree as in a server
@@ -242,14 +246,15 @@ def run_stage(
         return out
 
     step.StepAudio2Token2WavCore._forward_spk_embedding = spy
-    model_config = SimpleNamespace(
-        model=model_dir,
-        revision=None,
-        stage_id=2,
+    from tests.integration import vllm_loading
+
+    vllm_config = vllm_loading.stage_config(
+        vllm_loading.DTYPES[dtype], model=model_dir, revision=None, stage_id=2,
         stage_connector_config={"name": "SharedMemoryConnector", "extra": extra},
+    )  # fmt: skip
+    code2wav = vllm_loading.load_as_vllm(
+        lambda config: c2w.MiniCPMO45Code2Wav(vllm_config=config), vllm_config
     )
-    code2wav = c2w.MiniCPMO45Code2Wav(vllm_config=SimpleNamespace(model_config=model_config))
-    code2wav.load_weights(iter(()))
     core = code2wav.backend._token2wav._core
     speaker_model = type(core._spk_model).__name__
     _inject(core, fault)
@@ -269,6 +274,7 @@ def run_stage(
                 "requests": served,
                 "fallback_calls": getattr(guard, "fallback_calls", None),
                 "log": records.lines,
+                "default_dtype": str(torch.get_default_dtype()),
             }
         )
     )
@@ -304,7 +310,7 @@ def _serve(code2wav: Any, requests: int) -> list[dict[str, Any]]:
     ref = (
         0.3 * np.sin(np.arange(16000) * 2 * np.pi * 180 / 16000) + 0.05 * rng.standard_normal(16000)
     ).astype("float32")
-    served = []
+    served: list[dict[str, Any]] = []
     for index in range(requests):
         request_id = f"req-{index}"
         info = {
@@ -319,15 +325,22 @@ def _serve(code2wav: Any, requests: int) -> list[dict[str, Any]]:
             "codes": {"audio": tokens, "ref": torch.from_numpy(ref)},
         }
         try:
-            output = code2wav.forward(
-                input_ids=tokens, runtime_additional_information=[info], request_ids=[request_id]
-            )
+            with vllm_loading_runner():
+                output = code2wav.forward(
+                    input_ids=tokens, runtime_additional_information=[info], request_ids=[request_id]
+                )
             audio = output.multimodal_outputs["model_outputs"][0]
             served.append({"error": None, "audio_samples": int(audio.numel()),
                            "finite": bool(torch.isfinite(audio).all())})  # fmt: skip
         except Exception as exc:  # reported to the test, which decides
             served.append({"error": f"{type(exc).__name__}: {exc}", "audio_samples": 0, "finite": False})
     return served
+
+
+def vllm_loading_runner() -> Any:
+    from tests.integration import vllm_loading
+
+    return vllm_loading.as_runner()
 
 
 def _agreement(

@@ -63,6 +63,7 @@ def stage(model_dir: Path, tmp_path: Path) -> Iterator[Callable[..., dict[str, A
         fault: str = "",
         requests: int = 1,
         vllm_omni_version: str | None = None,
+        dtype: str = "bfloat16",
         **env: str | None,
     ) -> dict[str, Any]:
         result = tmp_path / f"stage-{len(started)}.json"
@@ -70,7 +71,7 @@ def stage(model_dir: Path, tmp_path: Path) -> Iterator[Callable[..., dict[str, A
         process = context.Process(
             target=code2wav_standin.run_stage,
             args=(str(model_dir), {**PER_VOICE, **(extra or {})}, CLEAN_ENV | env, fault,
-                  str(result), requests, vllm_omni_version),
+                  str(result), requests, vllm_omni_version, dtype),
         )  # fmt: skip
         started.append(process)
         process.start()
@@ -83,6 +84,17 @@ def stage(model_dir: Path, tmp_path: Path) -> Iterator[Callable[..., dict[str, A
         if process.is_alive():
             process.kill()
             process.join(10)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32"])
+def test_the_stage_takes_over_in_every_loader_dtype(stage: Callable[..., Any], dtype: str) -> None:
+    """bf16 is every other case here; float16 and float32 are what a stage's `dtype` may set."""
+    outcome = stage(dtype=dtype, requests=2)
+    assert all(r["error"] is None and r["finite"] and r["audio_samples"] > 0 for r in outcome["requests"])
+    assert outcome["speaker_model"] == outcome["speaker_model_after"] == "GuardedSpeakerModel", outcome["log"]
+    line = _report(outcome)
+    assert "backend=cuda-torch" in line and "fallback" not in line, line
+    assert outcome["fallback_calls"] == 0 and outcome["cosine"] >= 0.9999
 
 
 def _report(outcome: dict[str, Any]) -> str:

@@ -142,3 +142,19 @@ def test_the_prepare_field_reads_the_same_from_the_line_and_the_file(
     (from_line,) = read_report(plugin_lines).stages
     (from_file,) = read_report([], tmp_path).stages
     assert from_line.fields["prepare"] == from_file.fields["prepare"] == "batched"
+
+
+def test_a_start_up_fallback_is_explained_with_what_to_do() -> None:
+    line = (
+        "INFO omni-deploy CAM++ report: stage=2 backend=cpu-onnxruntime device=cpu tf32=n/a kernels=n/a "
+        "onnx=/m/campplus.onnx replaced=nothing decided-by=fallback:_CUDA_error_in_the_encoder_warm-up "
+        "model=minicpmo_4_5 vllm-omni=0.30.0 prepare=n/a"
+    )
+    lines = summary_lines(read_report([line]), "cuda-torch")
+    advice = [text for level, text in lines if level == "warning" and "fell back at start-up" in text]
+    assert len(advice) == 1 and advice[0].startswith("stage 2:")
+    assert "CUDA context may be unusable" in advice[0] and "token2wav_device_spk: false" in advice[0]
+    fine = line.replace(
+        "decided-by=fallback:_CUDA_error_in_the_encoder_warm-up", "decided-by=token2wav_device_spk"
+    )
+    assert not any("fell back" in text for _, text in summary_lines(read_report([fine]), "cpu-onnxruntime"))

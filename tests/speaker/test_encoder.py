@@ -140,3 +140,31 @@ def test_waveform_graphs_hold_the_front_end(graphed_cpu_encoder) -> None:  # typ
     assert graph.inputs.shape == (4 * 4 + 4 * 96240,)
     with pytest.raises(ValueError, match="at least 2 feature frames"):
         encoder.embed_waveforms([torch.zeros(500)], 16000)
+
+
+def test_the_encoder_ignores_the_default_dtype_and_device_context(standin_onnx: Path) -> None:
+    """The take-over runs under vLLM's loader: bf16 as torch's default dtype, maybe a device context.
+    Every buffer the encoder makes names its dtype (issue 29: a bf16 staging buffer halved the
+    graph's int64 header, and the eager path mixed bf16 input with float32 biases)."""
+    import torch
+
+    from omni_deploy.speaker.encoder import SpeakerEncoder, get_encoder
+
+    encoder = get_encoder(str(standin_onnx), device="cpu", backend="torch")
+    feats = torch.randn(300, 80, generator=torch.Generator(device="cpu").manual_seed(2)).to(torch.bfloat16)
+    expected = encoder(feats.float())
+    previous = torch.get_default_dtype()
+    torch.set_default_dtype(torch.bfloat16)
+    try:
+        with torch.device("cpu"):
+            got = encoder(feats.float())
+            bf16_input = encoder(feats)
+            inputs, staging, _ = SpeakerEncoder._buffers(encoder, 4, 200, 80)
+            waves = encoder.embed_waveforms([torch.randn(16000, dtype=torch.float32)], 16000)
+    finally:
+        torch.set_default_dtype(previous)
+    assert got.dtype == bf16_input.dtype == waves.dtype == torch.float32
+    torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(bf16_input, expected, rtol=1e-5, atol=1e-5)
+    assert staging.dtype == inputs.dtype == torch.float32 and staging.numel() == 4 * 4 + 4 * 200 * 80
+    assert staging[:16].view(torch.int64)[:4].tolist() == [200] * 4  # the whole int64 header fits

@@ -1,0 +1,257 @@
+"""Every model the plugin patches, built the way vLLM 0.30.0 builds a stage's model, in bf16, fp16
+and float32 loader contexts (vllm_loading.py: vLLM's own BaseModelLoader.load_model), and called
+the way vLLM's runner calls it (inference mode, several requests per call, input ids on the stage's
+device, references as CPU tensors). The plugin must take over in every context: a fallback fails.
+
+MiniCPM-o's Code2Wav is vllm-omni 0.30.0's real class on stand-in token2wav assets
+(code2wav_standin.py); its take-over runs inside `load_weights`, so under the loader's default dtype
+(the bf16 case reproduces "Input type (c10::BFloat16) and bias type (float) should be the same",
+issue 29). CosyVoice3's processor, GLM-TTS's frontend and Ming-TTS's extractor load their CAM++
+session outside a model loader in 0.30.0 (the API server; Ming's first request); here each runs
+under the loader's context all the same, the worst a future release could do. The CPU stands in for
+CUDA (OMNI_DEPLOY_SPK_ALLOW_CPU=1); the spawned-stage cases are in test_code2wav_stage.py.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("vllm_omni")
+pytest.importorskip("vllm")
+pytest.importorskip("s3tokenizer")
+
+import s3tokenizer
+import torch
+from vllm.utils.torch_utils import set_default_torch_dtype
+from vllm_omni.model_executor.models.minicpmo_4_5 import minicpmo_4_5_code2wav as c2w
+
+from omni_deploy.integrations import import_hooks, refprep, report, takeover, vllm_plugin
+from omni_deploy.integrations.guard import GuardedSpeakerModel, SessionFacade
+from omni_deploy.speaker.inputs import synthetic_one
+from omni_deploy.speaker_rules import LOGGER_NAME, REPORT_MARK
+from tests.integration import code2wav_standin, vllm_loading
+from tests.integration.test_other_models import (  # noqa: F401  (plugin, glm_dir: fixtures used below)
+    _cosine,
+    _cosyvoice3_components,
+    _glm_session,
+    _ming_embed,
+    _ming_reference,
+    _ming_wrapper,
+    _ort,
+    _records,
+    _voice,
+    glm_dir,
+    plugin,
+)
+
+pytestmark = pytest.mark.vllm
+
+DTYPES = list(vllm_loading.DTYPES)
+RATES = (16000, 24000, 48000)
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory: pytest.TempPathFactory, standin_onnx: Path) -> Path:
+    return code2wav_standin.build_model_dir(tmp_path_factory.mktemp("loader") / "model", standin_onnx)
+
+
+@pytest.fixture
+def plugin_lines(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
+    """The plugin registered as in a fresh stage process (restored afterwards); its log lines."""
+    for name in ("OMNI_DEPLOY_SPK_BACKEND", "MINICPMO_TOKEN2WAV_TRT", "OMNI_DEPLOY_SPK_REPORT_DIR"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("OMNI_DEPLOY_SPK_ALLOW_CPU", "1")
+    monkeypatch.setattr(report, "_warned", set())
+    monkeypatch.setattr(import_hooks, "_hooks", {})
+    monkeypatch.setattr(takeover, "_admitted", {})
+    monkeypatch.delitem(c2w.__dict__, "__omni_deploy_patches__", raising=False)
+    monkeypatch.setattr(c2w.MiniCPMO45Code2Wav, "_build_backend", c2w.MiniCPMO45Code2Wav._build_backend)
+    monkeypatch.setattr(s3tokenizer, "load_model", code2wav_standin._small_s3_tokenizer)
+    lines: list[str] = []
+    handler = logging.Handler()
+    handler.emit = lambda record: lines.append(record.getMessage())  # type: ignore[method-assign]
+    logger = logging.getLogger(LOGGER_NAME)
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    try:
+        vllm_plugin.register()
+        yield lines
+    finally:
+        logger.removeHandler(handler)
+
+
+def load_code2wav(model_dir: Path, dtype: str, extra: dict[str, Any] | None = None) -> Any:
+    config = vllm_loading.stage_config(
+        vllm_loading.DTYPES[dtype], model=str(model_dir), revision=None, stage_id=2,
+        stage_connector_config={"name": "SharedMemoryConnector",
+                                "extra": {"ref_audio_max_seconds": 2.0, **(extra or {})}},
+    )  # fmt: skip
+    return vllm_loading.load_as_vllm(
+        lambda vllm_config: c2w.MiniCPMO45Code2Wav(vllm_config=vllm_config), config
+    )
+
+
+def voices(epoch: int) -> list[tuple[torch.Tensor, int]]:
+    return [
+        (
+            torch.from_numpy(
+                synthetic_one(1.0 + 0.3 * i, seed=70 + i + 100 * epoch, sample_rate=rate).waveform
+            ),
+            rate,
+        )
+        for i, rate in enumerate(RATES)
+    ]
+
+
+def test_the_loader_helper_runs_vllms_own_load_model(model_dir: Path) -> None:
+    """No plugin: what vLLM's loader leaves behind is vllm-omni's own stage, bf16 restored after."""
+    seen: list[torch.dtype] = []
+    original = c2w.MiniCPMO45Code2Wav.load_weights
+
+    def spy(self: Any, weights: Any) -> Any:
+        seen.append(torch.get_default_dtype())
+        return original(self, weights)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(c2w.MiniCPMO45Code2Wav, "load_weights", spy)
+        patch.setattr(s3tokenizer, "load_model", code2wav_standin._small_s3_tokenizer)
+        before = torch.get_default_dtype()
+        load_code2wav(model_dir, "bfloat16")
+    assert seen == [torch.bfloat16] and torch.get_default_dtype() == before
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_code2wav_takes_over_in_every_loader_dtype(
+    model_dir: Path, plugin_lines: list[str], dtype: str
+) -> None:
+    code2wav = load_code2wav(model_dir, dtype)
+    (line,) = [m for m in plugin_lines if m.startswith(REPORT_MARK)]
+    assert "backend=cuda-torch" in line and "fallback" not in line and line.endswith("prepare=batched"), (
+        plugin_lines
+    )
+    core = code2wav.backend._token2wav._core
+    guard = core._spk_model
+    assert isinstance(guard, GuardedSpeakerModel)
+    state = code2wav._omni_deploy_refprep
+    assert isinstance(state, refprep.HookState)
+    audio = vllm_loading.runner_forward(code2wav, voices(0), "new")
+    assert len(audio) == len(RATES) and all(a.numel() > 0 and bool(torch.isfinite(a).all()) for a in audio)
+    assert state.passes == 1 and state.voices == len(RATES) and state.failures == 0
+    vllm_loading.runner_forward(code2wav, voices(0), "again")  # the same voices: cached, no pass
+    assert state.passes == 1 and guard.failures == 0 and not guard.retired
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_code2wav_per_voice_path_in_every_loader_dtype(
+    model_dir: Path, plugin_lines: list[str], dtype: str
+) -> None:
+    """token2wav_device_prepare: false: vllm-omni's own per-voice preparation calls the guarded
+    encoder at request time, under inference mode."""
+    code2wav = load_code2wav(model_dir, dtype, {"token2wav_device_prepare": False})
+    (line,) = [m for m in plugin_lines if m.startswith(REPORT_MARK)]
+    assert "backend=cuda-torch" in line and "prepare=per-voice(token2wav_device_prepare)" in line
+    guard = code2wav.backend._token2wav._core._spk_model
+    audio = vllm_loading.runner_forward(code2wav, voices(1), "per-voice")
+    assert all(bool(torch.isfinite(a).all()) for a in audio)
+    assert guard.calls == len(RATES) and guard.failures == 0
+
+
+def test_a_failed_warm_up_leaves_the_stage_as_vllm_omni_built_it(
+    model_dir: Path, plugin_lines: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from omni_deploy.integrations import warmup
+
+    def broken(*args: Any, **kwargs: Any) -> warmup.StageWarmUp:
+        return warmup.StageWarmUp(problem="stand-in: RuntimeError: CUDA error: an illegal memory access",
+                                  cuda_error=True)  # fmt: skip
+
+    monkeypatch.setattr("omni_deploy.integrations.minicpmo.warm_stage", broken)
+    code2wav = load_code2wav(model_dir, "bfloat16")
+    import onnxruntime
+
+    assert isinstance(code2wav.backend._token2wav._core._spk_model, onnxruntime.InferenceSession)
+    assert "_parse_item" not in vars(code2wav) and "prepare_prompt" not in vars(code2wav.backend)
+    assert not hasattr(code2wav, "_omni_deploy_refprep")
+    (line,) = [m for m in plugin_lines if m.startswith(REPORT_MARK)]
+    assert (
+        "backend=cpu-onnxruntime" in line and "decided-by=fallback:_CUDA_error_in_the_stage_warm-up" in line
+    )
+    assert any("a CUDA error" in m and "CUDA context may be unusable" in m for m in plugin_lines)
+    audio = vllm_loading.runner_forward(code2wav, voices(2), "after")
+    assert all(bool(torch.isfinite(a).all()) for a in audio)
+
+
+# --- the other models, their CAM++ loaded under the loader's context ---------------------------------
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_cosyvoice3_processor_under_the_loader_context(
+    plugin: Path,  # noqa: F811 (the fixture imported above)
+    standin_onnx: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    dtype: str,
+) -> None:
+    from vllm_omni.model_executor.models.cosyvoice3 import cosyvoice3
+
+    shutil.copy(standin_onnx, tmp_path / "campplus.onnx")
+    monkeypatch.setenv("OMNI_DEPLOY_SPK_PROCESSOR", "cuda-torch")
+    with set_default_torch_dtype(vllm_loading.DTYPES[dtype]), torch.device("cpu"):
+        facade = _cosyvoice3_components(tmp_path, monkeypatch)["campplus_session"]
+    assert isinstance(facade, SessionFacade)
+    (record,) = _records(plugin)
+    assert record["backend"] == "cuda-torch", record
+    audio = (_voice(), 24000)
+    # vllm-omni's own front end; it makes its embedding tensor in the default dtype, so the ONNX
+    # Runtime reference runs in the same context.
+    with set_default_torch_dtype(vllm_loading.DTYPES[dtype]), vllm_loading.as_runner():
+        ours = cosyvoice3.extract_spk_embedding(audio, facade, "cpu")
+        theirs = cosyvoice3.extract_spk_embedding(audio, _ort(tmp_path / "campplus.onnx"), "cpu")
+    assert tuple(ours.shape) == (1, 192) and _cosine(ours.float(), theirs.float()) >= 0.9999
+    assert facade.guard.failures == 0
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_glm_tts_frontend_under_the_loader_context(
+    plugin: Path,  # noqa: F811 (the fixture imported above)
+    glm_dir: Path,  # noqa: F811
+    dtype: str,
+) -> None:
+    with set_default_torch_dtype(vllm_loading.DTYPES[dtype]), torch.device("cpu"):
+        session = _glm_session(glm_dir)
+    assert isinstance(session, SessionFacade)
+    feats = torch.randn(
+        2, 120, 80, generator=torch.Generator(device="cpu").manual_seed(5), dtype=torch.float32
+    )
+    with set_default_torch_dtype(vllm_loading.DTYPES[dtype]), vllm_loading.as_runner():
+        (out,) = session.run(None, {"input": feats.numpy()})
+    assert out.shape == (2, 192) and session.guard.failures == 0
+    (record,) = _records(plugin)
+    assert record["backend"] == "cuda-torch", record
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_ming_tts_extractor_under_the_loader_context(
+    plugin: Path,  # noqa: F811 (the fixture imported above)
+    standin_onnx: Path,
+    tmp_path: Path,
+    dtype: str,
+) -> None:
+    shutil.copy(standin_onnx, tmp_path / "campplus.onnx")
+    wrapper = _ming_wrapper(tmp_path, {})
+    voice = _voice(2.0)
+    # vllm-omni's own extractor makes some tensors in the default dtype: its ONNX Runtime reference
+    # runs in the same context.
+    with set_default_torch_dtype(vllm_loading.DTYPES[dtype]), torch.device("cpu"), vllm_loading.as_runner():
+        got = _ming_embed(wrapper, voice)
+        expected = _ming_reference(tmp_path, voice)
+    assert isinstance(wrapper._speaker_extractor._core.campplus_session, SessionFacade)
+    assert _cosine(got.float(), expected.float()) >= 0.9999
+    (record,) = _records(plugin)
+    assert record["backend"] == "cuda-torch", record
