@@ -228,10 +228,12 @@ def make_state(
     limit: int,
     log: Callable[..., None],
     active: Callable[[], bool] = lambda: True,
+    allow_tf32: bool = True,
 ) -> HookState:
     """The hook for one Code2Wav stage: its core's S3 tokenizer, omni-deploy's CAM++ encoder, and
     vLLM's own decoder and resampler (`modules`: vllm-omni's token2wav core module, which imports
-    them, and its batched_token2wav module, which defines PromptFeatures)."""
+    them, and its batched_token2wav module, which defines PromptFeatures). `allow_tf32` is the
+    stage's matmul policy (token2wav_allow_tf32), under which the whole preparation runs."""
     import numpy as np
     import torch
 
@@ -261,7 +263,13 @@ def make_state(
         return samples, int(rate)
 
     preparer = ReferencePreparer(
-        tokenizer, embed, device, up_rate=int(core.flow.up_rate), exact_tokens=exact, host_s3_mels=host_mel
+        tokenizer,
+        embed,
+        device,
+        up_rate=int(core.flow.up_rate),
+        exact_tokens=exact,
+        host_s3_mels=host_mel,
+        allow_tf32=allow_tf32,
     )
     return HookState(
         preparer, code2wav.backend, batched_module.PromptFeatures, decode, label, limit, log, active
@@ -298,7 +306,9 @@ def hook_stage(
         log("warning", "%s: batched reference preparation is off (%s); vllm-omni prepares each voice itself",
             label, problem)  # fmt: skip
         return "per-voice(layout)"
-    state = make_state(code2wav, core, encoder, (modules[1], modules[2]), label, limit, log, active)
+    state = make_state(
+        code2wav, core, encoder, (modules[1], modules[2]), label, limit, log, active, speaker.allow_tf32
+    )
     attach(code2wav, state)
     return "batched"
 

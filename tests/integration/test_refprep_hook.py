@@ -191,6 +191,22 @@ def test_the_deploy_files_key_decides_the_stage(model_dir: Path) -> None:
     assert len(lines) == 1 and lines[0].startswith("warning") and "cannot apply" in lines[0]
 
 
+@pytest.mark.parametrize("allow_tf32", [True, False])
+def test_the_stages_precision_policy_reaches_the_preparation(model_dir: Path, allow_tf32: bool) -> None:
+    """token2wav_allow_tf32 of the deploy file is the policy the batched pass runs under (issue 30):
+    an operator's `false` must not be left at the preparer's default."""
+    from omni_deploy.speaker_rules import KEY_ALLOW_TF32, choose
+
+    code2wav = build(model_dir)
+    core = code2wav.backend._token2wav._core
+    encoder = get_encoder(str(Path(core.model_path) / "campplus.onnx"), device="cpu")
+    extra = {KEY_ALLOW_TF32: allow_tf32}
+    speaker = choose(extra, {}, on_cuda=True)
+    field = refprep.hook_stage(code2wav, core, encoder, extra, speaker, "stage 2", 3, lambda *a: None)
+    assert field == "batched"
+    assert code2wav._omni_deploy_refprep.preparer.allow_tf32 is allow_tf32
+
+
 def test_the_plugins_patch_hooks_the_stage_behind_its_guard(
     model_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
