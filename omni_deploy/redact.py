@@ -191,20 +191,20 @@ def env_shown_data(data: Any, values: Mapping[str, str]) -> Any:
 # named by mistake (base_config: ~/.cache/huggingface/token) must not be echoed whole.
 _W = r"(?<![A-Za-z0-9_\-])"  # a match starts only where a word does: each character is scanned once
 _SHAPES = re.compile(
-    rf"{_W}hf_[A-Za-z0-9]{{16,}}+"
-    rf"|{_W}gh[pousr]_[A-Za-z0-9]{{20,}}+|{_W}github_pat_[A-Za-z0-9_]{{20,}}+"
-    rf"|{_W}glpat-[A-Za-z0-9_\-]{{16,}}+"
-    rf"|{_W}sk-(?:proj-|ant-)?[A-Za-z0-9_\-]{{20,}}+"
+    rf"{_W}hf_[A-Za-z0-9]{{16,}}"
+    rf"|{_W}gh[pousr]_[A-Za-z0-9]{{20,}}|{_W}github_pat_[A-Za-z0-9_]{{20,}}"
+    rf"|{_W}glpat-[A-Za-z0-9_\-]{{16,}}"
+    rf"|{_W}sk-(?:proj-|ant-)?[A-Za-z0-9_\-]{{20,}}"
     rf"|{_W}(?:AKIA|ASIA)[0-9A-Z]{{16}}(?![0-9A-Za-z])"
-    rf"|{_W}xox[abprs]-[A-Za-z0-9\-]{{10,}}+"
-    rf"|{_W}eyJ[A-Za-z0-9_\-]{{10,}}+\.[A-Za-z0-9_\-]{{10,}}+\.[A-Za-z0-9_\-]{{10,}}+"  # a JWT
-    r"|-----BEGIN [A-Z ]{0,40}+PRIVATE KEY-----"
+    rf"|{_W}xox[abprs]-[A-Za-z0-9\-]{{10,}}"
+    rf"|{_W}eyJ[A-Za-z0-9_\-]{{10,}}\.[A-Za-z0-9_\-]{{10,}}\.[A-Za-z0-9_\-]{{10,}}"  # a JWT
+    r"|-----BEGIN [A-Z ]{0,40}PRIVATE KEY-----"
 )
 # `key: value` / `"key": "value"` / `key=value`; the key (a whole word, scanned once) is a secret's
 # name when its last segment is one: `hf_token`, `"auth"`, `PASSWORD`, not `max_tokens`.
 _PAIR = re.compile(
-    r"""(?P<q>["']?)(?<![A-Za-z0-9_.\-])(?P<key>[A-Za-z0-9_.\-]++)(?P=q)"""
-    r"""(?P<sep>[ \t]*+[:=][ \t]*+)(?P<value>"[^"\n]*+"|'[^'\n]*+'|[^\s,}\]]++)"""
+    r"""(?P<q>["']?)(?<![A-Za-z0-9_.\-])(?P<key>[A-Za-z0-9_.\-]+)(?P=q)"""
+    r"""(?P<sep>[ \t]*[:=][ \t]*)(?P<value>"[^"\n]*"|'[^'\n]*'|[^\s,}\]]+)"""
 )
 _SECRET_KEY = re.compile(
     r"(?i)(?:^|[_.\-])(?:token|secret|password|passwd|pass|auth|api[_\-]?key|apikey|credentials?"
