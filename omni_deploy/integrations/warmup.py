@@ -16,6 +16,7 @@ between steps: past it the rest is left to the first requests, and the report sa
 
 from __future__ import annotations
 
+import math
 import os
 import time
 from collections.abc import Callable, Mapping
@@ -37,7 +38,8 @@ def budget_s(env: Mapping[str, str]) -> float:
         value = float(raw)
     except ValueError:
         return float(SPK_WARMUP_BUDGET_S)
-    return value if value >= 0 else float(SPK_WARMUP_BUDGET_S)
+    # inf or 1e400 would mean no budget at all: the stage's start-up must stay bounded.
+    return value if math.isfinite(value) and value >= 0 else float(SPK_WARMUP_BUDGET_S)
 
 
 def max_num_seqs(code2wav: Any) -> int:
@@ -98,34 +100,14 @@ def warm_stage(
 ) -> StageWarmUp:
     """Warm `encoder` (features, batch 1, each length bucket) and, with a hook `state`
     (integrations.refprep.HookState), its batched passes up to `max_seqs` voices. Never raises."""
-    import torch
-
     start = clock()
     out = StageWarmUp()
-    steps: list[tuple[str, Callable[[], None]]] = []
-    generator = torch.Generator(device="cpu").manual_seed(1)
-    for frames in FEATURE_FRAMES:
-        feats = torch.randn(frames, 80, generator=generator, dtype=torch.float32, device="cpu")
-
-        def features(feats: Any = feats) -> None:
-            encoder(feats - feats.mean(dim=0, keepdim=True))
-
-        steps.append((f"encoder features {frames} frames", features))
+    steps = _encoder_steps(encoder)
     if state is not None:
-        # Without CUDA nothing is captured or compiled per bucket: one small pass checks the path
-        # (the CPU stands in for CUDA in tests) without minutes of CPU work.
-        on_cuda = str(getattr(encoder, "device", "cpu")).startswith("cuda")
-        own = getattr(state.preparer, "warm_up", None)
-        if on_cuda and callable(own):  # the preparer's own entry point (issue 30) knows its buckets best
-            steps.append((f"batched preparation up to {max_seqs} voices", lambda: own(max_seqs)))
-        else:
-            lengths = voice_seconds(extra) if on_cuda else voice_seconds(extra)[:1]
-            for seconds in lengths:
-                for count in batch_sizes(max_seqs) if on_cuda else [1]:
-                    steps.append((f"batched pass {count}x{seconds:g}s", _pass(state, seconds, count)))
+        steps += _batched_steps(encoder, state, max_seqs, extra, lambda: budget - (clock() - start), out)
     for index, (name, step) in enumerate(steps):
         if clock() - start > budget:
-            out.skipped = len(steps) - index
+            out.skipped += len(steps) - index
             break
         try:
             step()
@@ -137,6 +119,54 @@ def warm_stage(
         out.steps.append(name)
     out.seconds = clock() - start
     return out
+
+
+_Steps = list[tuple[str, Callable[[], None]]]
+
+
+def _encoder_steps(encoder: Any) -> _Steps:
+    """The encoder's feature-length buckets, on float32 host features (named, not the default)."""
+    import torch
+
+    steps: _Steps = []
+    generator = torch.Generator(device="cpu").manual_seed(1)
+    for frames in FEATURE_FRAMES:
+        feats = torch.randn(frames, 80, generator=generator, dtype=torch.float32, device="cpu")
+
+        def features(feats: Any = feats) -> None:
+            encoder(feats - feats.mean(dim=0, keepdim=True))
+
+        steps.append((f"encoder features {frames} frames", features))
+    return steps
+
+
+def _batched_steps(
+    encoder: Any,
+    state: Any,
+    max_seqs: int,
+    extra: Mapping[str, Any],
+    remaining: Callable[[], float],
+    out: StageWarmUp,
+) -> _Steps:
+    """The batched preparation's warm-up: on CUDA the preparer's own entry point (issue 30 knows its
+    buckets best), one long step handed the rest of the budget; without CUDA nothing is captured or
+    compiled per bucket, so one small pass checks the path (the CPU stands in for CUDA in tests)."""
+    on_cuda = str(getattr(encoder, "device", "cpu")).startswith("cuda")
+    own = getattr(state.preparer, "warm_up", None)
+    if on_cuda and callable(own):
+
+        def batched() -> None:
+            done = own(max_seqs, budget_s=max(remaining(), 0.0))
+            out.skipped += int(getattr(done, "skipped", 0))
+
+        return [(f"batched preparation up to {max_seqs} voices", batched)]
+    lengths = voice_seconds(extra) if on_cuda else voice_seconds(extra)[:1]
+    counts = batch_sizes(max_seqs) if on_cuda else [1]
+    return [
+        (f"batched pass {count}x{seconds:g}s", _pass(state, seconds, count))
+        for seconds in lengths
+        for count in counts
+    ]
 
 
 def _pass(state: Any, seconds: float, count: int) -> Callable[[], None]:

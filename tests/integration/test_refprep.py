@@ -332,6 +332,14 @@ def test_warm_up_inside_the_loader_context(
         prep.warm_up(0)
 
 
+def test_warm_up_stops_at_its_budget(core: Any, standin_onnx: Path) -> None:
+    """With no time left nothing starts: every pass is counted as left to the first requests."""
+    prep = preparer(core, standin_onnx)
+    done = prep.warm_up(5, budget_s=0.0)
+    assert done.passes == 0 and done.skipped == 10 and done.graphs_captured == 0
+    assert prep.warm_up(2, budget_s=1e9).skipped == 0
+
+
 def test_the_tokenizers_inputs_are_checked(core: Any) -> None:
     """A wrong dtype, shape or plan raises a Python error before any copy or launch."""
     from omni_deploy.speaker.refprep.s3_tokens import S3Batcher

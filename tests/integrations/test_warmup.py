@@ -31,6 +31,8 @@ def test_the_budget_lies_inside_the_readiness_wait() -> None:
     assert warmup.budget_s({warmup.ENV_BUDGET: "5"}) == 5.0
     assert warmup.budget_s({warmup.ENV_BUDGET: "-1"}) == SPK_WARMUP_BUDGET_S
     assert warmup.budget_s({warmup.ENV_BUDGET: "soon"}) == SPK_WARMUP_BUDGET_S
+    for unbounded in ("inf", "1e400", "nan"):  # no budget at all is not a budget
+        assert warmup.budget_s({warmup.ENV_BUDGET: unbounded}) == SPK_WARMUP_BUDGET_S
 
 
 def test_max_num_seqs_is_the_stages_own() -> None:
@@ -87,6 +89,24 @@ def test_a_cuda_warm_up_runs_every_bucket_and_stops_at_the_budget(monkeypatch: p
     state = State()
     done = warmup.warm_stage(encoder, state, 8, {}, budget=3.0, clock=lambda: float(next(ticks)))
     assert done.skipped > 0 and len(done.steps) < 14
+
+
+def test_the_preparers_own_warm_up_gets_the_rest_of_the_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The batched warm-up is one long step: it is handed what is left of the budget and its own
+    skipped passes count as the stage's."""
+    monkeypatch.setattr(warmup, "settle", lambda device: None)  # no CUDA here to synchronise
+    encoder, state = Recorder(), State()
+    encoder.device = torch.device("cuda", 0)  # only read, never used
+    asked: list[tuple[int, float]] = []
+
+    def own(max_voices: int, budget_s: float) -> Any:
+        asked.append((max_voices, budget_s))
+        return SimpleNamespace(skipped=3)
+
+    state.preparer = SimpleNamespace(warm_up=own)
+    now = iter([0.0, 1.0, 2.0, 4.0, 5.0, 6.0, 7.0, 8.0])
+    done = warmup.warm_stage(encoder, state, 8, {}, budget=10.0, clock=lambda: next(now))
+    assert done.problem is None and asked == [(8, 5.0)] and done.skipped == 3
 
 
 def test_a_cuda_error_in_the_warm_up_is_named_as_one() -> None:

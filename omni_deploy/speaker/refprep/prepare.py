@@ -25,6 +25,7 @@ None: the caller leaves it to vllm-omni's own path (and its speaker-model guard)
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 import time
@@ -67,6 +68,7 @@ class WarmUp:
     graphs: int  # held in all
     passes: int  # passes of synthetic voices run (CAM++'s graphs, resampling kernels, FFT plans)
     seconds: float
+    skipped: int = 0  # captures and passes left to the first requests (the time budget ran out)
 
 
 @dataclass
@@ -182,45 +184,64 @@ class ReferencePreparer:
             self.stats.add(call)
         return out, call
 
-    def warm_up(self, max_voices: int = MAX_PASS) -> WarmUp:
+    def warm_up(self, max_voices: int = MAX_PASS, budget_s: float | None = None) -> WarmUp:
         """Pay now what the first requests would: every S3 tokenizer graph that the route in force
         can ask for with up to `max_voices` voices of up to 6 s (each pass-size bucket, each frame
         bucket, each packed capacity), then one pass of synthetic voices per pass-size bucket up to
         `max_voices` at the usual rates and 1-6 s (CAM++'s graphs through `embed`, the resampling
         kernels, FFT plans, cuBLAS workspaces, the rechecks' own-shapes run). Safe inside vLLM's
-        loader (a bfloat16 default dtype, a torch.device context). The counts stay out of `stats`."""
+        loader (a bfloat16 default dtype, a torch.device context). The counts stay out of `stats`.
+        With `budget_s`, no capture or pass starts once that many seconds have gone: what is left
+        is counted in `skipped` (the first requests pay it), so a stage's start-up stays bounded."""
         from omni_deploy.speaker.refprep.s3_tokens import SLOT_BUCKETS
 
         started = time.perf_counter()
         if max_voices < 1:
             raise ValueError(f"max_voices must be at least 1, not {max_voices}")
         max_voices = min(max_voices, MAX_PASS)
+
+        def out_of_time() -> bool:
+            return budget_s is not None and time.perf_counter() - started > budget_s
+
+        skipped = 0
         with self._lock, float32_defaults(), precision_scope(self.allow_tf32):
             route = self._route()
             before = self._tokens.graphs
+            captures: list[Callable[[], object]] = []
             if route.s3 in (DEVICE, HOST):
-                for key in self._tokens.buckets(max_voices, convs_apart=route.s3 == HOST):
-                    self._tokens.capture(key)
-            if route.s3 == OWN_SHAPES:
-                for frames in range(
-                    WARM_OWN_FRAMES[0], WARM_OWN_FRAMES[1] + 1
-                ):  # no-op unless own_shape_graphs
-                    self._tokens.capture_own(frames)
+                keys = self._tokens.buckets(max_voices, convs_apart=route.s3 == HOST)
+                captures += [functools.partial(self._tokens.capture, key) for key in keys]
+            if route.s3 == OWN_SHAPES:  # no-op unless own_shape_graphs
+                frames = range(WARM_OWN_FRAMES[0], WARM_OWN_FRAMES[1] + 1)
+                captures += [functools.partial(self._tokens.capture_own, f) for f in frames]
+            for done, capture in enumerate(captures):
+                if out_of_time():
+                    skipped += len(captures) - done
+                    break
+                capture()
             captured = self._tokens.graphs - before
         sizes = sorted({min(s, max_voices) for s in SLOT_BUCKETS if s < max_voices * 2})
+        runs: list[tuple[Callable[[], list[Voice]], bool]] = [
+            (functools.partial(_synthetic_pass, size), False) for size in sizes
+        ]
+        # One voice of each length (its shapes' kernels and plans), then the rechecks' own-shapes run.
+        runs += [(functools.partial(_synthetic_pass, 1, seconds), False) for seconds in WARM_SECONDS[1:]]
+        runs.append((functools.partial(_synthetic_pass, 1), True))
+        passes = 0
         saved, self.stats = self.stats, Stats()
         try:
-            for size in sizes:
-                self.prepare([_synthetic(i, size) for i in range(size)])
-            for seconds in WARM_SECONDS[1:]:  # one voice of each length: its shapes' kernels and plans
-                self.prepare([_synthetic(0, 1, seconds)])
-            self.prepare([_synthetic(0, 1)], _force_recheck=True)  # the rechecks' own-shapes run
+            for voices, recheck in runs:
+                if out_of_time():
+                    skipped += len(runs) - passes
+                    break
+                self.prepare(voices(), _force_recheck=recheck)
+                passes += 1
         finally:
             self.stats = saved
         if self.device.type == "cuda":
             torch.cuda.synchronize(self.device)
-        passes = len(sizes) + len(WARM_SECONDS) - 1 + 1
-        return WarmUp(route.s3, captured, self._tokens.graphs, passes, time.perf_counter() - started)
+        seconds = time.perf_counter() - started
+        return WarmUp(route.s3, captured, self._tokens.graphs, passes, seconds, skipped)
 
     def _route(self) -> Route:
         route = (
@@ -556,6 +577,11 @@ def _synthetic(index: int, count: int, seconds: float | None = None) -> Voice:
         seconds = WARM_SECONDS[(index + count) % len(WARM_SECONDS)]
     samples = np.random.default_rng(1000 * count + index).standard_normal(int(seconds * rate))
     return Voice((0.1 * samples).astype(np.float32), rate)
+
+
+def _synthetic_pass(count: int, seconds: float | None = None) -> list[Voice]:
+    """One warm-up pass of `count` voices (`_synthetic`'s rates and lengths unless `seconds`)."""
+    return [_synthetic(index, count, seconds) for index in range(count)]
 
 
 def _ints_on(values: np.ndarray, device: torch.device) -> torch.Tensor:
