@@ -32,14 +32,18 @@ class PlatformChoice:
     refusal: str | None = None  # why the real run would stop here (a dry run goes on, assuming `name`)
 
 
-def choose_platform(requested: str, dry_run: bool) -> PlatformChoice:
+def choose_platform(requested: str, dry_run: bool, skip_preflight: bool = False) -> PlatformChoice:
     """--platform as given, else this host's accelerator. Without one the real run refuses (exit 2);
-    a dry run goes on for cuda, says it assumed so, and says the real run would refuse."""
+    a dry run goes on for cuda, says it assumed so, and says the real run would refuse.
+    `--skip-preflight` skips the host checks, this one too: cuda is assumed for both runs, and said
+    (a container whose GPU is there but whose PATH has no nvidia-smi)."""
     if requested != "auto":
         return PlatformChoice(requested, "--platform")
     found = detect_platform()
     if found is not None:
         return PlatformChoice(found, f"--platform auto: {VENDOR_TOOLS[found]} on PATH")
+    if skip_preflight:
+        return PlatformChoice("cuda", "--platform auto found no accelerator; --skip-preflight assumes cuda")
     if not dry_run:
         raise NoAccelerator(NO_ACCELERATOR)
     return PlatformChoice("cuda", "--platform auto found no accelerator on this host", NO_ACCELERATOR)
@@ -71,7 +75,7 @@ def run_serve(asked: ServeRequest, echo: Echo) -> int:
     made only once the server is about to start.
     """
     echo = escaping(echo)
-    choice = choose_platform(asked.platform, asked.dry_run)
+    choice = choose_platform(asked.platform, asked.dry_run, asked.skip_preflight)
     request = dataclasses.replace(
         asked,
         platform=choice.name,

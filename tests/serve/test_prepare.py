@@ -91,6 +91,9 @@ def test_the_platform_says_where_it_came_from(monkeypatch: pytest.MonkeyPatch) -
         session.choose_platform("auto", dry_run=False)
     assumed = session.choose_platform("auto", dry_run=True)
     assert (assumed.name, assumed.refusal) == ("cuda", session.NO_ACCELERATOR)
+    for dry_run in (False, True):  # --skip-preflight skips this host check too, for both runs
+        skipped = session.choose_platform("auto", dry_run=dry_run, skip_preflight=True)
+        assert (skipped.name, skipped.refusal) == ("cuda", None) and "--skip-preflight" in skipped.origin
 
 
 def _serve(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
