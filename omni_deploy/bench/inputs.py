@@ -11,6 +11,7 @@ present, every WAV it names present, and every file as its manifest says where t
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -165,6 +166,16 @@ def _write_subset(target: Path, plan: Plan, rows: list[Row]) -> None:
         raise
 
 
+def _new_folders(out: Path) -> list[Path]:
+    """The folders `out.mkdir(parents=True)` would create, deepest first."""
+    missing: list[Path] = []
+    for folder in (out, *out.parents):
+        if folder.exists() or folder.is_symlink():
+            break
+        missing.append(folder)
+    return missing
+
+
 def lay_out(plan: Plan, out: Path) -> dict[str, Path]:
     """Write each subset of `plan` into OUT/<subset>/ (refused if one exists: nothing is overwritten)."""
     targets = {name: out / name for name in plan.subsets}
@@ -172,6 +183,7 @@ def lay_out(plan: Plan, out: Path) -> dict[str, Path]:
     if taken:
         raise InputsError(f"{', '.join(taken)} exist(s); never overwritten (name another --out)")
     made: list[Path] = []
+    created = _new_folders(out)  # a refusal leaves no folder behind that we made
     try:
         out.mkdir(parents=True, exist_ok=True)
         for name, target in targets.items():
@@ -180,6 +192,9 @@ def lay_out(plan: Plan, out: Path) -> dict[str, Path]:
     except OSError as exc:
         for target in made:  # all or nothing: a half-made pair would pass for a whole one
             shutil.rmtree(target, ignore_errors=True)
+        for folder in created:  # deepest first; only if still empty (never another's files)
+            with contextlib.suppress(OSError):
+                folder.rmdir()
         raise InputsError(f"cannot write the inputs under {out}: {exc.strerror or exc}") from None
     return targets
 

@@ -98,6 +98,25 @@ def test_never_overwrites_a_folder(tmp_path: Path) -> None:
     assert (tmp_path / "inputs" / "warmup" / "mine.txt").read_text() == "keep"
 
 
+def test_a_failed_write_leaves_no_folder_it_made(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """All or nothing, the OUT folders too: a write that fails halfway leaves the tree as it was."""
+    import omni_deploy.bench.inputs as inputs
+
+    plan = plan_layout(CHECKOUT, "en", warmup=4, evaluation=4)
+    calls: list[Path] = []
+
+    def fail_second(target: Path, *args: object) -> None:
+        calls.append(target)
+        if len(calls) == 2:
+            raise OSError(28, "No space left on device")
+        target.mkdir()
+
+    monkeypatch.setattr(inputs, "_write_subset", fail_second)
+    with pytest.raises(InputsError, match="No space left"):
+        lay_out(plan, tmp_path / "new" / "inputs")
+    assert list(tmp_path.iterdir()) == []
+
+
 def _bench_dry(tmp_path: Path, dataset: Path, *extra: str) -> subprocess.CompletedProcess[str]:
     return _cli(tmp_path, "bench", "run", "--base-url", "http://127.0.0.1:9", "--dataset-path", str(dataset),
                 "--concurrency", "1", "--dry-run", *extra)  # fmt: skip
