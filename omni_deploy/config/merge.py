@@ -34,12 +34,16 @@ STRUCTURED_KEYS = ("connectors", "stages", "platforms")
 
 @dataclass(frozen=True)
 class Dropped:
-    """An overlay mapping replaced a base mapping whole; `lost` are the base keys that vanished."""
+    """An overlay mapping replaced a base mapping whole; `lost` are the base keys that vanished,
+    nested ones dotted from the replaced mapping (`to_stage_2.extra.codec_chunk_frames`: the
+    overlay kept `to_stage_2` but not that key inside it), each with where the base wrote it."""
 
     path: str
     key_origin: Origin
     base_origin: Origin
     lost: tuple[str, ...]
+    lost_origins: tuple[Origin, ...] = ()
+    effective: Node | None = None  # the overlay's mapping: what the path holds after the merge
 
 
 @dataclass
@@ -63,9 +67,26 @@ def _as_map(node: Node | None, what: str, origin: Origin) -> Map:
 def _note_replace(report: MergeReport | None, path: str, old: Node | None, new: Entry) -> None:
     if report is None or not isinstance(old, Map) or not isinstance(new.node, Map):
         return
-    lost = tuple(str(k) for k in old.entries if k not in new.node.entries)
+    lost = _lost_keys(old, new.node, "")
     if lost:
-        report.dropped.append(Dropped(path, new.key_origin, old.origin, lost))
+        names = tuple(name for name, _ in lost)
+        report.dropped.append(
+            Dropped(path, new.key_origin, old.origin, names, tuple(o for _, o in lost), new.node)
+        )
+
+
+def _lost_keys(old: Map, new: Map, prefix: str) -> list[tuple[str, Origin]]:
+    """Base keys missing from a whole replacement, also inside the mappings both sides have:
+    a replace keeps nothing of the base, however deep."""
+    lost: list[tuple[str, Origin]] = []
+    for key, entry in old.entries.items():
+        name = f"{prefix}{key}"
+        kept = new.get(key)
+        if key not in new.entries:
+            lost.append((name, entry.key_origin))
+        elif isinstance(entry.node, Map) and isinstance(kept, Map):
+            lost.extend(_lost_keys(entry.node, kept, f"{name}."))
+    return lost
 
 
 def merge_one_level(base: Map, update: Map) -> Map:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 from omni_deploy import codes, jsonpath
 from omni_deploy.config.merge import DEEP_MERGE_KEYS
-from omni_deploy.config.nodes import Entry, Map, Origin, Scalar, Seq, child_path
-from omni_deploy.knowledge.keys import CODE2WAV
+from omni_deploy.config.nodes import Entry, Map, Node, Origin, Scalar, Seq, child_path, to_plain
+from omni_deploy.knowledge.keys import CODE2WAV, NO_DEFAULT, by_place
 from omni_deploy.validate.context import Context
 from omni_deploy.validate.findings import Finding, at
 from omni_deploy.validate.rules import emits
@@ -484,8 +485,13 @@ def check_replaced_mappings(ctx: Context) -> list[Finding]:
                 limit_mm_per_prompt: {image: 64, audio: 8, video: 1}
     """
     findings = []
+    kept = ", ".join(sorted(DEEP_MERGE_KEYS))
     for dropped in ctx.deployment.resolved.report.dropped:
-        kept = ", ".join(sorted(DEEP_MERGE_KEYS))
+        origins = dropped.lost_origins or (dropped.base_origin,) * len(dropped.lost)
+        lost = "; ".join(
+            f"{name} (base {origin.location}; now {_dropped_default(dropped.path, name)})"
+            for name, origin in zip(dropped.lost, origins, strict=True)
+        )
         findings.append(
             at(
                 dropped.key_origin,
@@ -493,8 +499,29 @@ def check_replaced_mappings(ctx: Context) -> list[Finding]:
                 codes.W340,
                 dropped.path,
                 f"this mapping replaces the base's whole (base at {dropped.base_origin.location}), dropping "
-                f"{', '.join(dropped.lost)}",
+                f"{lost}; the effective value is the overlay's alone: {_brief(dropped.effective)}",
                 f"vllm-omni merges only {kept} key by key; repeat the base's keys to keep them",
             )
         )
     return findings
+
+
+# Which keys a dropped key's parent mapping holds, to say the default it falls back to.
+_DEFAULT_PLACES = {"extra": ("code2wav", "connector_extra"), "duplex_session": ("duplex_session",)}
+
+
+def _dropped_default(path: str, name: str) -> str:
+    """What a key an overlay dropped reads as now: its default where omni-deploy knows it."""
+    parts = [p for p in re.split(r"[.\[\]]", f"{path}.{name}") if p and not p.startswith("?")]
+    key, parent = parts[-1], parts[-2] if len(parts) > 1 else ""
+    places = _DEFAULT_PLACES.get(parent, ("stage",) if parent == "runtime" else ())
+    for place in places:
+        known = by_place(place).get(key)
+        if known is not None and known.default is not NO_DEFAULT:
+            return f"unset: its default {known.default!r} applies"
+    return "unset: its default applies"
+
+
+def _brief(node: Node | None, limit: int = 120) -> str:
+    text = json.dumps(to_plain(node), default=str, separators=(", ", ": "))
+    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -17,6 +17,7 @@ DATA = Path(__file__).resolve().parents[1] / "data" / "validate"
 NEGATIVE = sorted((DATA / "negative").glob("*.yaml"))
 POSITIVE = sorted((DATA / "positive").glob("*.yaml"))
 EXPECT = re.compile(r"^# expect: ([EWI]\d+) (\d+):(\d+)$")
+SAYS = re.compile(r"^# says: ([EWI]\d+) (.+)$")  # a finding of that code says this text
 
 
 def _run(path: Path) -> FileReport:
@@ -42,6 +43,9 @@ def test_negative_example(path: Path) -> None:
     elsewhere = [f.text() for f in report.findings if not f.file.endswith(path.name) and f.severity != "info"]
     assert got == expected, "\n".join(f.text() for f in report.findings)
     assert not elsewhere, elsewhere
+    for code, text in (m.groups() for m in map(SAYS.match, path.read_text().splitlines()) if m):
+        said = [f.text() for f in report.findings if f.code == code]
+        assert any(text in s for s in said), (text, said)
 
 
 @pytest.mark.parametrize("path", POSITIVE, ids=[p.name for p in POSITIVE])
