@@ -38,9 +38,11 @@ _PLACE_WORDS = {
 }
 
 
-def _elsewhere(name: str, here: str) -> str | None:
+def _elsewhere(name: str, here: str, code2wav_at: str | None = None) -> str | None:
     for place in ("top", "stage", "code2wav"):
         if place != here and name in table(place):
+            if place == "code2wav" and code2wav_at is not None:
+                return f"'{name}' belongs in {_PLACE_WORDS[place]}, {code2wav_at}: only there is it read"
             return f"'{name}' belongs in {_PLACE_WORDS[place]}"
     return None
 
@@ -124,8 +126,15 @@ class _KeyWalker:
                 )
             else:
                 code, message = unknown(name)
-                self.add(origin, code, path, message, _elsewhere(name, place))
+                self.add(origin, code, path, message, _elsewhere(name, place, self._code2wav_at()))
         return found.kind not in (NOT_READ, REFUSED, LEGACY, UNKNOWN)
+
+    def _code2wav_at(self) -> str | None:
+        """Where MiniCPM-o's Code2Wav reads its options in this file (the extra of the edge's first
+        registered connector), for hints on a Code2Wav option written elsewhere."""
+        if not self.ctx.deployment.pipeline.is_minicpmo:
+            return None
+        return self.ctx.deployment.code2wav_extra_path
 
     def _splatted(self, name: str, said: str) -> str:
         where = self.reads.fact("duplex_session_splat")

@@ -159,7 +159,10 @@ def _hint(field: str, ctx: Context) -> str | None:
     from omni_deploy.knowledge.readers import table
 
     if field in table("code2wav"):
-        return "a Code2Wav option belongs in the extra of the connector stage 2 receives"
+        return (
+            f"a Code2Wav option is read only from {ctx.deployment.code2wav_extra_path}, the extra of the "
+            "connector first registered for the edge into stage 2"
+        )
     if field == "model_runner":
         return "model_runner is a top-level (or platform-level) key"
     return None

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Hashable
 
 from omni_deploy import codes, jsonpath
 from omni_deploy.config.merge import DEEP_MERGE_KEYS
-from omni_deploy.config.nodes import Entry, Map, Node, Origin, Scalar, Seq, child_path, to_plain
+from omni_deploy.config.nodes import Entry, Map, Node, Origin, Scalar, Seq, child_path, path_string, to_plain
 from omni_deploy.knowledge.keys import CODE2WAV, NO_DEFAULT, by_place
 from omni_deploy.validate.context import Context
 from omni_deploy.validate.findings import Finding, at
@@ -280,10 +281,13 @@ def check_connectors(ctx: Context) -> list[Finding]:
                 output_connectors:
                   to_stage_2: connector_of_shared_memory
     W332:
-        What it does: reports a MiniCPM-o Code2Wav option in the extra of a connector other than the
-            one stage 2 receives from stage 1.
-        Why: Code2Wav reads its options from that one connector's extra only; elsewhere they are never
-            read, and the stage runs with its defaults.
+        What it does: reports a MiniCPM-o Code2Wav option in the extra of a connector, named or
+            inline, other than the one vllm-omni registers first for the edge into stage 2 (stage 1's
+            output_connectors.to_stage_2 before stage 2's input_connectors.from_stage_1), saying
+            whether the edge's other side names it; a second side that says the same is not reported.
+        Why: Code2Wav reads its options from that one connector's extra only (the second wiring of an
+            edge is only compared by name); elsewhere they are never read, and the stage runs with
+            its defaults.
         Fails:
             base_config: minicpmo_4_5_turn.yaml
             connectors:
@@ -431,35 +435,105 @@ def _undefined(
 
 
 def _misplaced_code2wav(ctx: Context) -> list[Finding]:
-    if not ctx.deployment.pipeline.is_minicpmo or ctx.deployment.connectors() is None:
+    """W332 for Code2Wav options in every connector extra Code2Wav does not read: a named connector
+    off the 1->2 edge, and the edge's other side (named or inline), which vllm-omni only compares by
+    name with the first connector registered for the edge (initialization.py:346-355, 376-385)."""
+    known = ctx.deployment.pipeline.known
+    if known is None or known.code2wav_stage is None:
         return []
-    target = ctx.deployment.code2wav_connector()
-    target_name = target[0] if target else None
+    wiring = ctx.deployment.code2wav_wiring()
+    winner = wiring[0] if wiring else None
+    config = ctx.deployment.config
+    if winner is None:
+        reads = "the connector of the 1->2 edge"
+    elif winner[0] == "connectors":
+        reads = f"connector '{winner[1]}'"
+    else:
+        reads = f"the inline connector at {path_string([*winner, 'extra'], config)}"
+    read = _plain_extra(wiring[1]) if wiring else {}
+    edge = _edge_sides(ctx, known.code2wav_stage)
+    first = edge.get(tuple(winner)) if winner else None
+    findings: list[Finding] = []
+    for name, connector in (ctx.deployment.connectors() or Map({})).items():
+        if isinstance(connector, Map) and ["connectors", str(name)] != winner:
+            side = edge.get(("connectors", str(name)))
+            findings += _code2wav_keys(ctx, connector, jsonpath.connector_extra(name), f"connector '{name}'",
+                                       side, (reads, first), read)  # fmt: skip
+    stages = config.get("stages")
+    for index, stage in enumerate(stages.items if isinstance(stages, Seq) else []):
+        for field in ("input_connectors", "output_connectors"):
+            wires = stage.get(field) if isinstance(stage, Map) else None
+            for key, entry in wires.entries.items() if isinstance(wires, Map) else []:
+                parts: list[Hashable] = ["stages", index, field, key]
+                if isinstance(entry.node, Map) and parts != winner:
+                    where = path_string([*parts, "extra"], config)
+                    side = edge.get(("stages", index, field, str(key)))
+                    what = f"the inline connector at {path_string(parts, config)}"
+                    findings += _code2wav_keys(ctx, entry.node, where, what,
+                                               side, (reads, first), read)  # fmt: skip
+    return findings
+
+
+def _edge_sides(ctx: Context, receiver: int) -> dict[tuple[Hashable, ...], str]:
+    """The wirings of the edge into Code2Wav: a named connector ("connectors", NAME) or an inline
+    one ("stages", i, FIELD, KEY) -> the side that names it, for messages."""
+    sides: dict[tuple[Hashable, ...], str] = {}
+    stages = ctx.deployment.config.get("stages")
+    for index, stage in enumerate(stages.items if isinstance(stages, Seq) else []):
+        sid = _stage_id(stage) if isinstance(stage, Map) else None
+        for field, key, wanted in (
+            ("input_connectors", f"from_stage_{receiver - 1}", receiver),
+            ("output_connectors", f"to_stage_{receiver}", receiver - 1),
+        ):
+            wires = stage.get(field) if isinstance(stage, Map) and sid == wanted else None
+            ref = wires.get(key) if isinstance(wires, Map) else None
+            side = f"stage {sid}'s {field}.{key}"
+            if isinstance(ref, Map):
+                sides[("stages", index, field, key)] = side
+            elif isinstance(ref, Scalar):
+                sides.setdefault(("connectors", str(ref.value)), side)
+    return sides
+
+
+def _plain_extra(connector: Map) -> dict[object, object]:
+    extra = to_plain(connector.get("extra"))
+    return extra if isinstance(extra, dict) else {}
+
+
+def _code2wav_keys(
+    ctx: Context,
+    connector: Map,
+    where: str,
+    what: str,
+    side: str | None,
+    winner: tuple[str, str | None],
+    read: dict[object, object],
+) -> list[Finding]:
+    """W332 for each Code2Wav option in `connector`'s extra; `side`: which wiring of the edge into
+    Code2Wav names it (None: none does); `winner`: the connector Code2Wav reads, and the side that
+    registers it; `read`: its extra."""
+    reads, first = winner
+    extra = connector.get("extra")
     findings = []
-    for name, connector in ctx.deployment.connectors().items():  # type: ignore[union-attr]
-        if str(name) == target_name or not isinstance(connector, Map):
+    for key, entry in extra.entries.items() if isinstance(extra, Map) else []:
+        if key not in _CODE2WAV_ONLY:
             continue
-        extra = connector.get("extra")
-        for key, entry in extra.entries.items() if isinstance(extra, Map) else []:
-            if key in _CODE2WAV_ONLY:
-                inline = ctx.deployment.code2wav_wiring()
-                where = (
-                    f"connector '{target_name}'"
-                    if target_name
-                    else f"the inline connector at {ctx.deployment.code2wav_extra_path}"
-                    if inline is not None
-                    else "the connector of the 1->2 edge"
-                )
-                findings.append(
-                    at(
-                        entry.key_origin,
-                        ctx.file,
-                        codes.W332,
-                        child_path(jsonpath.connector_extra(name), key),
-                        f"Code2Wav option '{key}' in connector '{name}', which stage 2 does not receive: never read",
-                        f"Code2Wav reads {where}",
-                    )
-                )
+        if side is not None and key in read and read[key] == to_plain(entry.node):
+            continue  # the edge's other side, saying what the read one says: harmless
+        if side is None:
+            why = "which is not the connector of the edge into Code2Wav"
+        else:
+            why = f"which {side} names, but {first or 'another wiring'} registers the edge's connector first and it wins"
+        findings.append(
+            at(
+                entry.key_origin,
+                ctx.file,
+                codes.W332,
+                child_path(where, key),
+                f"Code2Wav option '{key}' in {what}, {why}: never read",
+                f"Code2Wav reads {reads}; put it there",
+            )
+        )
     return findings
 
 
