@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 _CONNECTOR_INIT = "vllm_omni/distributed/omni_connectors/utils/initialization.py"
+_OUTPUT_LOOP = r'for output_key, conn_ref in stage_config\.get\("output_connectors"'
 _CODE2WAV = "vllm_omni/model_executor/models/minicpmo_4_5/minicpmo_4_5_code2wav.py"
 _TOKEN2WAV = "vllm_omni/model_executor/models/step_audio2/step_audio2_token2wav.py"
 
@@ -31,6 +32,7 @@ class Fact:
     files: tuple[str, ...]  # files under the tree root (plain paths), searched in order
     pattern: str  # a regular expression matched against each line
     meaning: str  # what the line shows, for the reference page and messages
+    after: str | None = None  # only lines after the first one this matches (a second loop's copy)
 
 
 FACTS = (
@@ -127,6 +129,13 @@ FACTS = (
          "connectors of different types on the two ends of one edge fail the connector set-up"),
     Fact("connector_extra_dict", (_CONNECTOR_INIT,), r'extra = dict\(conn_(config|ref)\.get\("extra", \{\}\)\)',
          "a wired connector's extra is taken with dict(): `extra: null` fails the connector set-up"),
+    # Where exactly `extra: null` raises, by side and form (the two loops hold identical lines).
+    Fact("connector_extra_dict_inline", (_CONNECTOR_INIT,), r'extra = dict\(conn_ref\.get\("extra", \{\}\)\)',
+         "an inline input connector's extra is taken with dict()"),
+    Fact("connector_extra_dict_output", (_CONNECTOR_INIT,), r'extra = dict\(conn_config\.get\("extra", \{\}\)\)',
+         "a named output connector's extra is taken with dict()", after=_OUTPUT_LOOP),
+    Fact("connector_extra_dict_output_inline", (_CONNECTOR_INIT,), r'extra = dict\(conn_ref\.get\("extra", \{\}\)\)',
+         "an inline output connector's extra is taken with dict()", after=_OUTPUT_LOOP),
 )  # fmt: skip
 
 
@@ -159,12 +168,16 @@ def _parse(text: str | None) -> ast.Module | None:
 def find(root: Path, fact: Fact, read: Read = plain_read) -> str | None:
     """`file:line` of the first line under `root` that shows `fact`, or None."""
     pattern = re.compile(fact.pattern)
+    after = re.compile(fact.after) if fact.after else None
     for rel in fact.files:  # plain relative paths (no glob: one file each)
         text = read(root / rel)
         if text is None:
             continue
+        started = after is None
         for number, line in enumerate(text.splitlines(), 1):
-            if pattern.search(line):
+            if not started:
+                started = after.search(line) is not None  # type: ignore[union-attr]
+            elif pattern.search(line):
                 return f"{rel}:{number}"
     return None
 

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 
 from omni_deploy import codes, jsonpath
 from omni_deploy.config.nodes import Entry, Map, Scalar, child_path
+from omni_deploy.knowledge.target import TargetReads
 from omni_deploy.validate.check_topology import wired_connectors
 from omni_deploy.validate.context import Context
 from omni_deploy.validate.findings import Finding, at
@@ -39,6 +40,13 @@ def _edge(sid: str, wiring: str) -> tuple[str, str] | None:
     if field == "output_connectors" and key.startswith("to_stage_"):
         return sid, key[len("to_stage_") :]
     return None
+
+
+def _extra_line(reads: TargetReads, output: bool, inline: bool) -> str | None:
+    """The line whose dict(extra) raises: the set-up has one per side (input, output) and form
+    (a named connector's, an inline one's), identical in text."""
+    name = "connector_extra_dict" + ("_output" if output else "") + ("_inline" if inline else "")
+    return reads.fact(name)
 
 
 @emits(codes.E335)
@@ -76,6 +84,7 @@ def check_connector_setup(ctx: Context) -> list[Finding]:
     _, named = wired_connectors(ctx)
     findings: list[Finding] = []
     registered: dict[tuple[str, str], tuple[str, str]] = {}  # edge -> (class, where it was set)
+    null_extras: set[int] = set()
     for sid, wiring, entry, path in _wirings(ctx):
         node = entry.node
         connector = node if isinstance(node, Map) else None
@@ -85,11 +94,21 @@ def check_connector_setup(ctx: Context) -> list[Finding]:
         if connector is None:
             continue  # undefined or malformed: E330 / E334 say so
         extra = connector.entries.get("extra")
-        if extra_at and extra is not None and isinstance(extra.node, Scalar) and extra.node.value is None:
+        if (
+            extra_at
+            and extra is not None
+            and isinstance(extra.node, Scalar)
+            and extra.node.value is None
+            and id(extra) not in null_extras  # a named one wired twice raises at its first wiring only
+        ):
+            null_extras.add(id(extra))
+            raised_at = (
+                _extra_line(reads, wiring.startswith("output_connectors:"), connector is node) or extra_at
+            )
             findings.append(
                 at(extra.key_origin, ctx.file, codes.E335, f"{path}.extra" if connector is node else path,
                    f"the wired connector's extra is null: the connector set-up takes dict(None) and "
-                   f"raises ({extra_at}){tail}", "write extra: {} or leave it out"))  # fmt: skip
+                   f"raises ({raised_at}){tail}", "write extra: {} or leave it out"))  # fmt: skip
         name = connector.get("name")
         edge = _edge(sid, wiring)
         if edge is None or not isinstance(name, Scalar):
