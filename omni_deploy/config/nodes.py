@@ -190,6 +190,15 @@ def locate(root: Node, path: list[Hashable]) -> tuple[Node | None, Origin | None
     return node, key_origin
 
 
+def stage_path(stages: str, index: int, stage: Map) -> str:
+    """Item `index` of the stage list at `stages`, by its stage_id (the one convention of finding
+    paths), by position only where it has no integer stage_id."""
+    sid = stage.get("stage_id")
+    if isinstance(sid, Scalar) and isinstance(sid.value, int) and not isinstance(sid.value, bool):
+        return jsonpath.stage(sid.value, stages)
+    return jsonpath.child(stages, index)
+
+
 def path_string(path: list[Hashable], root: Node | None = None) -> str:
     """The JSONPath of `path`; with `root`, an item of a `stages` list is named by its stage_id
     (`$.stages[?@.stage_id==2]`), as every finding names a stage, where it has one."""
@@ -201,11 +210,8 @@ def path_string(path: list[Hashable], root: Node | None = None) -> str:
             if isinstance(node, Seq) and isinstance(part, int) and 0 <= part < len(node.items)
             else None
         )
-        sid = (
-            item.get("stage_id") if isinstance(item, Map) and path[index - 1 : index] == ["stages"] else None
-        )
-        if isinstance(sid, Scalar) and isinstance(sid.value, int) and not isinstance(sid.value, bool):
-            out = jsonpath.stage(sid.value, out)
+        if isinstance(item, Map) and path[index - 1 : index] == ["stages"]:
+            out = stage_path(out, part, item)  # type: ignore[arg-type]  # an int: item was found by it
         else:
             out = jsonpath.child(out, part)
         if item is not None:

@@ -8,7 +8,7 @@ from typing import Any
 
 from omni_deploy import codes, jsonpath
 from omni_deploy.codes import Code
-from omni_deploy.config.nodes import Entry, Map, Node, Origin, Scalar, Seq, child_path
+from omni_deploy.config.nodes import Entry, Map, Node, Origin, Seq, child_path, stage_path
 from omni_deploy.config.stage_schema import PLATFORMS
 from omni_deploy.knowledge.keys import NPU_GRAPH_KEYS
 from omni_deploy.knowledge.readers import (
@@ -412,20 +412,12 @@ def _check_platform(walker: _KeyWalker, plat: str, entry: Entry, platforms: Map 
     walker.mapping(entry.node, plat_path, "platform", _platform_unknown)
 
 
-def _stage_path(stages: str, index: int, stage: Map) -> str:
-    """A stage by its stage_id (the one convention of finding paths), by position only without one."""
-    sid = stage.get("stage_id")
-    if isinstance(sid, Scalar) and isinstance(sid.value, int) and not isinstance(sid.value, bool):
-        return jsonpath.stage(sid.value, stages)
-    return f"{stages}[{index}]"
-
-
 def _stage_entries(root: Map) -> Iterable[tuple[str, Map, str]]:
     stages = root.get("stages")
     if isinstance(stages, Seq):
         for i, stage in enumerate(stages.items):
             if isinstance(stage, Map):
-                yield _stage_path("$.stages", i, stage), stage, "stage"
+                yield stage_path("$.stages", i, stage), stage, "stage"
     platforms = root.get("platforms")
     if isinstance(platforms, Map):
         for plat, section in platforms.items():
@@ -434,7 +426,7 @@ def _stage_entries(root: Map) -> Iterable[tuple[str, Map, str]]:
                 for i, stage in enumerate(entries.items):
                     if isinstance(stage, Map):
                         yield (
-                            _stage_path(f"{child_path('$.platforms', plat)}.stages", i, stage),
+                            stage_path(f"{child_path('$.platforms', plat)}.stages", i, stage),
                             stage,
                             "platform_stage",
                         )

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Hashable
-
 from omni_deploy import codes, jsonpath
-from omni_deploy.config.nodes import Map, Scalar, child_path
+from omni_deploy.config.nodes import Map, Scalar, child_path, stage_path
 from omni_deploy.knowledge.keys import CUDA_ONLY_CODE2WAV, NPU_GRAPH_KEYS
 from omni_deploy.validate.context import Context
 from omni_deploy.validate.findings import Finding, at
@@ -144,7 +142,6 @@ def check_platform_readers(ctx: Context) -> list[Finding]:
                 extra:
                   code2wav_bfloat16_attention_cache: false
     """
-    from omni_deploy.config.nodes import Scalar
 
     findings = []
     reads = ctx.target_reads
@@ -165,21 +162,13 @@ def check_platform_readers(ctx: Context) -> list[Finding]:
         return findings
     for plat, section in sections.items():
         entries = section.get("stages") if isinstance(section, Map) else None
+        stages_at = f"{child_path('$.platforms', plat)}.stages"
         for i, stage in enumerate(getattr(entries, "items", [])):
             if isinstance(stage, Map) and "runtime" in stage and "engine_args" not in stage:
                 runtime = stage.entries["runtime"]
                 findings.append(at(runtime.key_origin, ctx.file, codes.W318,
-                                   f"{_platform_stage(plat, i, stage)}.runtime",
+                                   f"{stage_path(stages_at, i, stage)}.runtime",
                                    f"without engine_args this platform entry is flat ({flat_at}): runtime is "
                                    "passed on as an engine key, so its devices/num_replicas/env are not applied",
                                    "write devices and env on the entry itself, or add an engine_args mapping"))  # fmt: skip
     return findings
-
-
-def _platform_stage(plat: Hashable, index: int, stage: Map) -> str:
-    """A platform section's stage entry by its stage_id (by position only without one)."""
-    sid = stage.get("stage_id")
-    stages = f"{child_path('$.platforms', plat)}.stages"
-    if isinstance(sid, Scalar) and isinstance(sid.value, int) and not isinstance(sid.value, bool):
-        return jsonpath.stage(sid.value, stages)
-    return f"{stages}[{index}]"
