@@ -81,14 +81,13 @@ def resolve(
     if target is None and found.target_version is not None:
         target, target_from = _version(found.target_version, f"{where}: target-version"), where
     if target is None:
-        from omni_deploy.bundled import installed_version
-        from omni_deploy.numbers import version_problem
+        from omni_deploy.bundled import installed_version, installed_version_problem
 
         installed = installed_version("vllm-omni")
-        if installed is not None and version_problem(installed) is not None:
+        problem = None if installed is not None else installed_version_problem("vllm-omni")
+        if problem is not None:
             raise click.UsageError(
-                f"the installed vllm-omni's metadata gives {version_problem(installed)}; "
-                "pass --target-version"
+                f"the installed vllm-omni's metadata gives {problem}; pass --target-version"
             )
         target, target_from = (
             (installed, "installed vllm-omni") if installed else (RELEASED, "newest release")
