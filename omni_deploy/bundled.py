@@ -13,6 +13,8 @@ import re
 import sys
 from pathlib import Path
 
+from omni_deploy.numbers import version_problem
+
 _PACKAGE_DIR = Path(__file__).resolve().parent
 DEFAULT_DEPLOY_NAME = "minicpmo_4_5_turn.yaml"
 
@@ -62,7 +64,22 @@ def _normal(name: str) -> str:
 def installed_version(distribution: str) -> str | None:
     """The version of an installed distribution, as importlib.metadata.version finds it: the first
     `NAME-VERSION.dist-info` (or `NAME.egg-info`) folder on sys.path whose name matches, its
-    METADATA (PKG-INFO) `Version:` line. None when it is not installed."""
+    METADATA (PKG-INFO) `Version:` line. None when it is not installed, and None too when that
+    version is one no parser should see (numbers.version_problem: a hostile METADATA's 5,000-digit
+    version made int() raise in every reader): `installed_version_problem` says why."""
+    found = _raw_installed_version(distribution)
+    if found is None or version_problem(found) is not None:
+        return None
+    return found
+
+
+def installed_version_problem(distribution: str) -> str | None:
+    """Why `installed_version` set the installed distribution's version aside, or None."""
+    found = _raw_installed_version(distribution)
+    return None if found is None else version_problem(found)
+
+
+def _raw_installed_version(distribution: str) -> str | None:
     wanted = _normal(distribution)
     for entry in sys.path:
         try:
@@ -79,15 +96,22 @@ def installed_version(distribution: str) -> str | None:
     return None
 
 
+# A METADATA's headers are a few dozen short lines; a file of one endless line, or of endless
+# headers, costs no more than this to read (an over-long Version line fails version_problem).
+_MAX_HEADER_LINE = 4096
+_MAX_HEADER_LINES = 10_000
+
+
 def _metadata_version(folder: str) -> str | None:
     for leaf in ("METADATA", "PKG-INFO"):
         try:
             with open(os.path.join(folder, leaf), encoding="utf-8", errors="replace") as handle:
-                for line in handle:
+                for _ in range(_MAX_HEADER_LINES):
+                    line = handle.readline(_MAX_HEADER_LINE)
                     if line.startswith("Version:"):
                         return line.split(":", 1)[1].strip() or None
                     if not line.strip():
-                        break  # the headers end at the first blank line
+                        break  # the headers end at the first blank line (or the file does)
         except OSError:
             continue
     return None

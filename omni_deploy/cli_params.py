@@ -117,7 +117,7 @@ class TargetVersionType(click.ParamType):
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
         from packaging.version import InvalidVersion, Version
 
-        from omni_deploy.bundled import installed_version
+        from omni_deploy.bundled import installed_version, installed_version_problem
         from omni_deploy.knowledge.versions import MAIN, RELEASES
         from omni_deploy.numbers import version_problem
 
@@ -130,10 +130,10 @@ class TargetVersionType(click.ParamType):
         if text.lower() == "installed":
             found = installed_version("vllm-omni")
             if found is None:
+                problem = installed_version_problem("vllm-omni")
+                if problem is not None:
+                    self.fail(f"'installed': the installed vllm-omni's metadata gives {problem}", param, ctx)
                 self.fail("'installed': vllm-omni is not installed in this environment", param, ctx)
-            problem = version_problem(found)
-            if problem is not None:
-                self.fail(f"'installed': the installed vllm-omni's metadata gives {problem}", param, ctx)
             return found
         known = ", ".join(RELEASES)
         try:

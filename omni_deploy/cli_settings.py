@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from omni_deploy.numbers import terminal_size
+
 if TYPE_CHECKING:
     from omni_deploy.project import Project
 
@@ -81,14 +83,13 @@ def resolve(
     if target is None and found.target_version is not None:
         target, target_from = _version(found.target_version, f"{where}: target-version"), where
     if target is None:
-        from omni_deploy.bundled import installed_version
-        from omni_deploy.numbers import version_problem
+        from omni_deploy.bundled import installed_version, installed_version_problem
 
         installed = installed_version("vllm-omni")
-        if installed is not None and version_problem(installed) is not None:
+        problem = None if installed is not None else installed_version_problem("vllm-omni")
+        if problem is not None:
             raise click.UsageError(
-                f"the installed vllm-omni's metadata gives {version_problem(installed)}; "
-                "pass --target-version"
+                f"the installed vllm-omni's metadata gives {problem}; pass --target-version"
             )
         target, target_from = (
             (installed, "installed vllm-omni") if installed else (RELEASED, "newest release")
@@ -179,14 +180,14 @@ def add_color_option(command: click.Command) -> None:
 
 _SIZES = ("COLUMNS", "LINES", "JUPYTER_COLUMNS", "JUPYTER_LINES")
 _XDG_DIRS = ("XDG_CACHE_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_RUNTIME_DIR")
-MAX_SIZE_DIGITS = 6  # COLUMNS=999999 is already no terminal's
 
 
 def sanitize_environment(environ: MutableMapping[str, str] | None = None) -> list[str]:
     """Drop what no reader should see, as if unset; returns the names dropped.
 
-    - COLUMNS and LINES (and Jupyter's) that are not 1-6 ASCII digits: a 5,000-digit COLUMNS makes
-      int() raise in every library that reads it (rich, shutil's callers); unset, the terminal says.
+    - COLUMNS and LINES (and Jupyter's) that numbers.terminal_size refuses (not ASCII digits, 0, past
+      MAX_TERMINAL_SIZE): a 5,000-digit COLUMNS makes int() raise in every library that reads it
+      (rich, shutil's callers); unset, the terminal says.
     - An XDG base directory that is not absolute: the XDG Base Directory spec says to ignore it
       (a relative XDG_CACHE_HOME wrote the cache into the working directory).
     Children we start inherit the cleaned environment."""
@@ -194,9 +195,7 @@ def sanitize_environment(environ: MutableMapping[str, str] | None = None) -> lis
     dropped = []
     for name in _SIZES:
         value = env.get(name)
-        if value is not None and not (
-            value.isascii() and value.isdigit() and len(value) <= MAX_SIZE_DIGITS and int(value) > 0
-        ):
+        if value is not None and terminal_size(value) is None:
             dropped.append(name)
     for name in _XDG_DIRS:
         value = env.get(name)

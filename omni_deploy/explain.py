@@ -180,6 +180,13 @@ def _yes(flag: bool) -> str:
     return "yes" if flag else "no"
 
 
+def _installed(host: HostCaps, name: str, version: str | None) -> str:
+    if version is not None:
+        return version
+    problem = host.version_problems.get(name)
+    return "not installed" if problem is None else f"unknown (its metadata gives {problem})"
+
+
 def _host_line(host: HostCaps) -> str:
     if not host.probed:
         return (
@@ -189,7 +196,7 @@ def _host_line(host: HostCaps) -> str:
     return (
         f"host (probed): GPUs {', '.join(host.gpus) or 'none'} [{host.gpu_query}]; torch {_yes(host.torch)}, "
         f"onnx {_yes(host.onnx)}, onnxruntime {_yes(host.onnxruntime)}, tensorrt {_yes(host.tensorrt)}; "
-        f"vllm {host.vllm or 'not installed'}, vllm-omni {host.vllm_omni or 'not installed'}"
+        f"vllm {_installed(host, 'vllm', host.vllm)}, vllm-omni {_installed(host, 'vllm-omni', host.vllm_omni)}"
         + ("" if host.versions_match is not False else " (major.minor differ!)")
         + f"; omni-deploy plugin {'registered' if host.plugin_registered else 'not registered'}"
     )

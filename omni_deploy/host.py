@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from omni_deploy import guarded
-from omni_deploy.bundled import installed_version, installed_vllm_omni_dir
+from omni_deploy.bundled import installed_version, installed_version_problem, installed_vllm_omni_dir
 from omni_deploy.knowledge.versions import major_minor
 from omni_deploy.speaker_rules import (
     CODE2WAV_MODULE,
@@ -47,6 +47,9 @@ class HostCaps:
     onnxruntime_gpu: bool = False  # the onnxruntime-gpu build (its CUDA provider) is installed
     vllm: str | None = None
     vllm_omni: str | None = None
+    # An installed distribution whose metadata's version was set aside (bundled.installed_version
+    # gives None for it): why, by distribution name.
+    version_problems: dict[str, str] = field(default_factory=dict)
     vllm_omni_reads_device_spk: bool = False
     plugin_registered: bool = True
     plugins_allowlist: str | None = None  # VLLM_PLUGINS as set here; None: unset (all plugins load)
@@ -234,6 +237,11 @@ def last_server_reports(
     return [], None
 
 
+def _version_problems(distributions: tuple[str, ...]) -> dict[str, str]:
+    found = {name: installed_version_problem(name) for name in distributions}
+    return {name: problem for name, problem in found.items() if problem is not None}
+
+
 def probe_host() -> HostCaps:
     gpus, how = query_gpus()
     vllm_path, vllm_python = vllm_executable()
@@ -247,6 +255,7 @@ def probe_host() -> HostCaps:
         onnxruntime_gpu=installed_version("onnxruntime-gpu") is not None,
         vllm=installed_version("vllm"),
         vllm_omni=installed_version("vllm-omni"),
+        version_problems=_version_problems(("vllm", "vllm-omni")),
         vllm_omni_reads_device_spk=vllm_omni_reads_device_spk(),
         plugin_registered=plugin_registered(),
         plugins_allowlist=os.environ.get(PLUGINS_ALLOWLIST_ENV),

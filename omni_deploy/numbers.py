@@ -62,3 +62,16 @@ def version_problem(text: str) -> str | None:
     if not text.isprintable():
         return "a version with control characters"
     return None
+
+
+MAX_TERMINAL_SIZE = 100_000  # columns or lines: a larger COLUMNS or LINES is no terminal's
+
+
+def terminal_size(text: str) -> int | None:
+    """A terminal size from the environment (COLUMNS, LINES): 1 to MAX_TERMINAL_SIZE in ASCII
+    digits, else None, as if unset. int() takes '٣' and ' 80 ' and raises on 5,000 digits; rich
+    and shutil's callers read these variables too, so start-up drops what this refuses."""
+    if not (text.isascii() and text.isdigit()) or len(text) > len(str(MAX_TERMINAL_SIZE)):
+        return None
+    value = int(text)
+    return value if 0 < value <= MAX_TERMINAL_SIZE else None

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, TextIO
 
+from omni_deploy.numbers import terminal_size
 from omni_deploy.output import color
 
 UNBOUNDED = 10_000
@@ -30,19 +31,16 @@ class Column:
     style: str | None = None  # rich style of the cells, shown only with colour
 
 
-MAX_COLUMNS = 100_000  # a wider COLUMNS is no terminal's: ignored, as an unset one
-
-
 def width_for(stream: TextIO) -> int:
     """The terminal's width for a terminal; COLUMNS if set; else no limit."""
     try:
         tty = stream.isatty()
     except (AttributeError, ValueError):
         tty = False
-    columns = os.environ.get("COLUMNS", "").strip()
-    # ASCII digits, at most 6 (a 5,000-digit COLUMNS makes int() raise); 0 or past MAX_COLUMNS: unset.
-    if columns.isascii() and columns.isdigit() and len(columns) <= 6 and 0 < int(columns) <= MAX_COLUMNS:
-        return int(columns)  # as shutil.get_terminal_size reads it, without importing shutil
+    # One rule with start-up's sanitize_environment (numbers.terminal_size): what it refuses is unset.
+    columns = terminal_size(os.environ.get("COLUMNS", ""))
+    if columns is not None:
+        return columns  # as shutil.get_terminal_size reads it, without importing shutil
     if tty:
         try:
             size = os.get_terminal_size(stream.fileno()).columns

@@ -26,14 +26,17 @@ class Preflight:
     versions: dict[str, str | None]
 
 
-def run_preflight(model: str, platform: str, backend: str, host: HostCaps) -> Preflight:
-    """Checks of this host, from its snapshot (`probe_host()`), and of the model path."""
+def _package_refusals(host: HostCaps) -> list[Refusal]:
+    """vllm and vllm-omni: on PATH, installed with a version that can be read, of one major.minor."""
     refusals: list[Refusal] = []
-    notes: list[str] = []
-    versions = {"vllm": host.vllm, "vllm-omni": host.vllm_omni}
     if shutil.which("vllm") is None:
         refusals.append(Refusal("vllm", "no `vllm` executable on PATH", install_hint("serve")))
-    if versions["vllm-omni"] is None:
+    unusable = host.version_problems
+    if unusable.get("vllm-omni") is not None:
+        refusals.append(
+            Refusal("vllm-omni", f"the installed vllm-omni's metadata gives {unusable['vllm-omni']}")
+        )
+    elif host.vllm_omni is None:
         refusals.append(
             Refusal(
                 "vllm-omni",
@@ -41,14 +44,25 @@ def run_preflight(model: str, platform: str, backend: str, host: HostCaps) -> Pr
                 install_hint("serve"),
             )
         )
-    elif versions["vllm"] is not None and major_minor(versions["vllm"]) != major_minor(versions["vllm-omni"]):
+    if unusable.get("vllm") is not None:
+        refusals.append(Refusal("vllm", f"the installed vllm's metadata gives {unusable['vllm']}"))
+    vllm, vllm_omni = host.vllm, host.vllm_omni
+    if vllm is not None and vllm_omni is not None and major_minor(vllm) != major_minor(vllm_omni):
         refusals.append(
             Refusal(
                 "versions",
-                f"vllm {versions['vllm']} and vllm-omni {versions['vllm-omni']} differ in "
+                f"vllm {vllm} and vllm-omni {vllm_omni} differ in "
                 "major.minor; a vllm-omni release expects the vllm release of the same major.minor",
             )
         )
+    return refusals
+
+
+def run_preflight(model: str, platform: str, backend: str, host: HostCaps) -> Preflight:
+    """Checks of this host, from its snapshot (`probe_host()`), and of the model path."""
+    refusals = _package_refusals(host)
+    notes: list[str] = []
+    versions = {"vllm": host.vllm, "vllm-omni": host.vllm_omni}
     if platform == "cuda":
         if not host.gpus:
             refusals.append(

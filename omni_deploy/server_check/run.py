@@ -93,13 +93,12 @@ def interpreter_version(python: str, timeout_s: float = 30.0) -> tuple[str | Non
     """(vllm-omni version, None) for `python`, or (None, why not); reads package metadata only."""
     # Not resolved: every virtualenv's python links to the same binary, with another site-packages.
     if os.path.abspath(python) == os.path.abspath(sys.executable):
-        from omni_deploy.bundled import installed_version
+        from omni_deploy.bundled import installed_version, installed_version_problem
 
         version = installed_version("vllm-omni")
-        from omni_deploy.numbers import version_problem
-
-        if version and version_problem(version):
-            return None, f"the installed vllm-omni's metadata gives {version_problem(version)}"
+        problem = None if version else installed_version_problem("vllm-omni")
+        if problem is not None:
+            return None, f"the installed vllm-omni's metadata gives {problem}"
         return (version, None) if version else (None, f"vllm-omni is not installed for {python}")
 
     probe = (
