@@ -9,11 +9,13 @@ MiniCPM-o's Code2Wav is vllm-omni 0.30.0's real class on stand-in token2wav asse
 issue 29). CosyVoice3's processor, GLM-TTS's frontend and Ming-TTS's extractor load their CAM++
 session outside a model loader in 0.30.0 (the API server; Ming's first request); here each runs
 under the loader's context all the same, the worst a future release could do. The CPU stands in for
-CUDA (OMNI_DEPLOY_SPK_ALLOW_CPU=1); the spawned-stage cases are in test_code2wav_stage.py.
+CUDA (OMNI_DEPLOY_SPK_ALLOW_CPU=1); MiniCPM-o's spawned-stage cases are in
+test_code2wav_stage.py, the other three models' at the end of this file (speech_stage.py).
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import shutil
 from collections.abc import Iterator
@@ -255,3 +257,66 @@ def test_ming_tts_extractor_under_the_loader_context(
     assert _cosine(got.float(), expected.float()) >= 0.9999
     (record,) = _records(plugin)
     assert record["backend"] == "cuda-torch", record
+
+
+# --- the other models in a spawned stage process (speech_stage.py), bf16 as a stage's default -------
+
+SPEECH_ENV: dict[str, str | None] = {
+    "OMNI_DEPLOY_SPK_BACKEND": None,
+    "COSYVOICE3_TRT": None,
+    "VLLM_PLUGINS": None,
+    "OMNI_DEPLOY_SPK_ALLOW_CPU": "1",
+    # CosyVoice3's processor and GLM-TTS's frontend are opt-in; Ming-TTS's extractor is on by default.
+    "OMNI_DEPLOY_SPK_PROCESSOR": "cuda-torch",
+}
+
+
+@pytest.fixture
+def spawned(tmp_path: Path, standin_onnx: Path) -> Iterator[Any]:
+    """Runs one model's process (multiprocessing spawn, as vllm-omni starts its stages); the process
+    is stopped at teardown whatever happened."""
+    import multiprocessing
+
+    from tests.integration import speech_stage
+
+    started: list[Any] = []
+
+    def run(model: str) -> dict[str, Any]:
+        folder = tmp_path / model
+        (folder / "frontend").mkdir(parents=True)
+        for target in (folder / "campplus.onnx", folder / "frontend" / "campplus.onnx"):
+            shutil.copy(standin_onnx, target)
+        result = tmp_path / f"{model}.json"
+        env = {**SPEECH_ENV, "OMNI_DEPLOY_SPK_REPORT_DIR": str(tmp_path / "speaker")}
+        process = multiprocessing.get_context("spawn").Process(
+            target=speech_stage.run_model, args=(model, str(folder), env, str(result), "bfloat16")
+        )
+        started.append(process)
+        process.start()
+        process.join(300)
+        assert process.exitcode == 0, f"{model} process exit code {process.exitcode}"
+        outcome: dict[str, Any] = json.loads(result.read_text())
+        outcome["records"] = _records(tmp_path / "speaker")
+        return outcome
+
+    yield run
+    for process in started:
+        if process.is_alive():
+            process.kill()
+            process.join(10)
+
+
+@pytest.mark.parametrize("model", ["cosyvoice3", "glm_tts", "ming_tts"])
+def test_the_other_models_take_over_in_a_spawned_bf16_process(spawned: Any, model: str) -> None:
+    """The plugin loaded by vLLM's own load_general_plugins in a fresh spawned interpreter, the CAM++
+    session built under the bf16 loader context: the plugin's session, no fallback, and the
+    embedding ONNX Runtime gives in the same context."""
+    outcome = spawned(model)
+    assert outcome["session"] == "SessionFacade", outcome["log"]
+    (record,) = outcome["records"]
+    assert record["backend"] == "cuda-torch" and "fallback" not in json.dumps(record), record
+    reports = [line for line in outcome["log"] if REPORT_MARK in line]
+    assert reports and all("backend=cuda-torch" in line and "fallback" not in line for line in reports)
+    assert outcome["fallback_calls"] == 0 and outcome["failures"] == 0 and outcome["guard_calls"] >= 1
+    assert outcome["finite"] and outcome["dims"] == 192 and outcome["cosine"] >= 0.9999, outcome
+    assert outcome["default_dtype"] == "torch.float32"  # the loader's context was left behind
