@@ -164,20 +164,63 @@ def test_code2wav_per_voice_path_in_every_loader_dtype(
     assert guard.calls == len(RATES) and guard.failures == 0
 
 
-def test_a_failed_warm_up_leaves_the_stage_as_vllm_omni_built_it(
-    model_dir: Path, plugin_lines: list[str], monkeypatch: pytest.MonkeyPatch
+def _layout(code2wav: Any) -> dict[str, Any]:
+    """What a take-over could leave behind on a stage: each object's instance attributes (name and
+    type), the methods forward calls as they resolve, and every module's forward hooks."""
+    backend = code2wav.backend
+    objects = {"code2wav": code2wav, "backend": backend, "token2wav": backend._token2wav,
+               "core": backend._token2wav._core}  # fmt: skip
+    layout: dict[str, Any] = {
+        name: sorted((key, type(value).__name__) for key, value in vars(obj).items())
+        for name, obj in objects.items()
+    }
+    layout["methods"] = {
+        "_parse_item": code2wav._parse_item.__func__,
+        "prepare_prompt": backend.prepare_prompt.__func__,
+        "_spk_model": type(objects["core"]._spk_model),
+    }
+    layout["hooks"] = sorted(
+        (name, len(module._forward_hooks), len(module._forward_pre_hooks))
+        for name, module in code2wav.named_modules()
+    )
+    return layout
+
+
+def test_a_cuda_error_in_the_warm_up_leaves_the_stage_as_vllm_omni_built_it(
+    model_dir: Path, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """A STAND-IN fault: the CPU cannot raise a real CUDA error, so the stage warm-up is replaced by
+    one that reports what a real one reported on the H200 ("CUDA error: an illegal memory access",
+    issue 29) with `cuda_error=True`. The take-over must then undo everything it did: the stage's
+    instance attributes, the methods its forward calls, its module hooks and its speaker session are
+    those of a stage vllm-omni built with no plugin at all, the refprep hook removed; the report names
+    the CUDA error (not an ordinary fallback) and the next forward works on ONNX Runtime."""
+    import onnxruntime
+
     from omni_deploy.integrations import warmup
 
-    def broken(*args: Any, **kwargs: Any) -> warmup.StageWarmUp:
+    with monkeypatch.context() as plain:  # no plugin registered yet: vllm-omni's own stage
+        plain.setattr(s3tokenizer, "load_model", code2wav_standin._small_s3_tokenizer)
+        expected = _layout(load_code2wav(model_dir, "bfloat16"))
+    assert expected["methods"]["_spk_model"] is onnxruntime.InferenceSession
+
+    attached: list[Any] = []
+    real_attach = refprep.attach
+
+    def spy(code2wav: Any, *args: Any, **kwargs: Any) -> Any:
+        attached.append(code2wav)
+        return real_attach(code2wav, *args, **kwargs)
+
+    def stand_in(*args: Any, **kwargs: Any) -> warmup.StageWarmUp:
         return warmup.StageWarmUp(problem="stand-in: RuntimeError: CUDA error: an illegal memory access",
                                   cuda_error=True)  # fmt: skip
 
-    monkeypatch.setattr("omni_deploy.integrations.minicpmo.warm_stage", broken)
+    plugin_lines: list[str] = request.getfixturevalue("plugin_lines")
+    monkeypatch.setattr(refprep, "attach", spy)
+    monkeypatch.setattr("omni_deploy.integrations.minicpmo.warm_stage", stand_in)
     code2wav = load_code2wav(model_dir, "bfloat16")
-    import onnxruntime
-
-    assert isinstance(code2wav.backend._token2wav._core._spk_model, onnxruntime.InferenceSession)
+    assert attached == [code2wav]  # the hook was installed before the warm-up ...
+    assert _layout(code2wav) == expected  # ... and everything the take-over did is undone
     assert "_parse_item" not in vars(code2wav) and "prepare_prompt" not in vars(code2wav.backend)
     assert not hasattr(code2wav, "_omni_deploy_refprep")
     (line,) = [m for m in plugin_lines if m.startswith(REPORT_MARK)]
@@ -187,6 +230,7 @@ def test_a_failed_warm_up_leaves_the_stage_as_vllm_omni_built_it(
     assert any("a CUDA error" in m and "CUDA context may be unusable" in m for m in plugin_lines)
     audio = vllm_loading.runner_forward(code2wav, voices(2), "after")
     assert all(bool(torch.isfinite(a).all()) for a in audio)
+    assert _layout(code2wav) == expected  # the forward did not bring a hook back
 
 
 # --- the other models, their CAM++ loaded under the loader's context ---------------------------------
