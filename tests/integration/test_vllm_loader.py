@@ -309,10 +309,11 @@ SPEECH_ENV: dict[str, str | None] = {
     "OMNI_DEPLOY_SPK_BACKEND": None,
     "COSYVOICE3_TRT": None,
     "VLLM_PLUGINS": None,
+    "OMNI_DEPLOY_SPK_PROCESSOR": None,
     "OMNI_DEPLOY_SPK_ALLOW_CPU": "1",
-    # CosyVoice3's processor and GLM-TTS's frontend are opt-in; Ming-TTS's extractor is on by default.
-    "OMNI_DEPLOY_SPK_PROCESSOR": "cuda-torch",
 }
+# CosyVoice3's processor and GLM-TTS's frontend are opt-in; Ming-TTS's extractor is on by default.
+OPT_IN = {"cosyvoice3", "glm_tts"}
 
 
 @pytest.fixture
@@ -332,6 +333,8 @@ def spawned(tmp_path: Path, standin_onnx: Path) -> Iterator[Any]:
             shutil.copy(standin_onnx, target)
         result = tmp_path / f"{model}.json"
         env = {**SPEECH_ENV, "OMNI_DEPLOY_SPK_REPORT_DIR": str(tmp_path / "speaker")}
+        if model in OPT_IN:
+            env["OMNI_DEPLOY_SPK_PROCESSOR"] = "cuda-torch"
         process = multiprocessing.get_context("spawn").Process(
             target=speech_stage.run_model, args=(model, str(folder), env, str(result), "bfloat16")
         )
