@@ -9,11 +9,13 @@ MiniCPM-o's Code2Wav is vllm-omni 0.30.0's real class on stand-in token2wav asse
 issue 29). CosyVoice3's processor, GLM-TTS's frontend and Ming-TTS's extractor load their CAM++
 session outside a model loader in 0.30.0 (the API server; Ming's first request); here each runs
 under the loader's context all the same, the worst a future release could do. The CPU stands in for
-CUDA (OMNI_DEPLOY_SPK_ALLOW_CPU=1); the spawned-stage cases are in test_code2wav_stage.py.
+CUDA (OMNI_DEPLOY_SPK_ALLOW_CPU=1); MiniCPM-o's spawned-stage cases are in
+test_code2wav_stage.py, the other three models' at the end of this file (speech_stage.py).
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import shutil
 from collections.abc import Iterator
@@ -162,20 +164,63 @@ def test_code2wav_per_voice_path_in_every_loader_dtype(
     assert guard.calls == len(RATES) and guard.failures == 0
 
 
-def test_a_failed_warm_up_leaves_the_stage_as_vllm_omni_built_it(
-    model_dir: Path, plugin_lines: list[str], monkeypatch: pytest.MonkeyPatch
+def _layout(code2wav: Any) -> dict[str, Any]:
+    """What a take-over could leave behind on a stage: each object's instance attributes (name and
+    type), the methods forward calls as they resolve, and every module's forward hooks."""
+    backend = code2wav.backend
+    objects = {"code2wav": code2wav, "backend": backend, "token2wav": backend._token2wav,
+               "core": backend._token2wav._core}  # fmt: skip
+    layout: dict[str, Any] = {
+        name: sorted((key, type(value).__name__) for key, value in vars(obj).items())
+        for name, obj in objects.items()
+    }
+    layout["methods"] = {
+        "_parse_item": code2wav._parse_item.__func__,
+        "prepare_prompt": backend.prepare_prompt.__func__,
+        "_spk_model": type(objects["core"]._spk_model),
+    }
+    layout["hooks"] = sorted(
+        (name, len(module._forward_hooks), len(module._forward_pre_hooks))
+        for name, module in code2wav.named_modules()
+    )
+    return layout
+
+
+def test_a_cuda_error_in_the_warm_up_leaves_the_stage_as_vllm_omni_built_it(
+    model_dir: Path, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """A STAND-IN fault: the CPU cannot raise a real CUDA error, so the stage warm-up is replaced by
+    one that reports what a real one reported on the H200 ("CUDA error: an illegal memory access",
+    issue 29) with `cuda_error=True`. The take-over must then undo everything it did: the stage's
+    instance attributes, the methods its forward calls, its module hooks and its speaker session are
+    those of a stage vllm-omni built with no plugin at all, the refprep hook removed; the report names
+    the CUDA error (not an ordinary fallback) and the next forward works on ONNX Runtime."""
+    import onnxruntime
+
     from omni_deploy.integrations import warmup
 
-    def broken(*args: Any, **kwargs: Any) -> warmup.StageWarmUp:
+    with monkeypatch.context() as plain:  # no plugin registered yet: vllm-omni's own stage
+        plain.setattr(s3tokenizer, "load_model", code2wav_standin._small_s3_tokenizer)
+        expected = _layout(load_code2wav(model_dir, "bfloat16"))
+    assert expected["methods"]["_spk_model"] is onnxruntime.InferenceSession
+
+    attached: list[Any] = []
+    real_attach = refprep.attach
+
+    def spy(code2wav: Any, *args: Any, **kwargs: Any) -> Any:
+        attached.append(code2wav)
+        return real_attach(code2wav, *args, **kwargs)
+
+    def stand_in(*args: Any, **kwargs: Any) -> warmup.StageWarmUp:
         return warmup.StageWarmUp(problem="stand-in: RuntimeError: CUDA error: an illegal memory access",
                                   cuda_error=True)  # fmt: skip
 
-    monkeypatch.setattr("omni_deploy.integrations.minicpmo.warm_stage", broken)
+    plugin_lines: list[str] = request.getfixturevalue("plugin_lines")
+    monkeypatch.setattr(refprep, "attach", spy)
+    monkeypatch.setattr("omni_deploy.integrations.minicpmo.warm_stage", stand_in)
     code2wav = load_code2wav(model_dir, "bfloat16")
-    import onnxruntime
-
-    assert isinstance(code2wav.backend._token2wav._core._spk_model, onnxruntime.InferenceSession)
+    assert attached == [code2wav]  # the hook was installed before the warm-up ...
+    assert _layout(code2wav) == expected  # ... and everything the take-over did is undone
     assert "_parse_item" not in vars(code2wav) and "prepare_prompt" not in vars(code2wav.backend)
     assert not hasattr(code2wav, "_omni_deploy_refprep")
     (line,) = [m for m in plugin_lines if m.startswith(REPORT_MARK)]
@@ -185,6 +230,7 @@ def test_a_failed_warm_up_leaves_the_stage_as_vllm_omni_built_it(
     assert any("a CUDA error" in m and "CUDA context may be unusable" in m for m in plugin_lines)
     audio = vllm_loading.runner_forward(code2wav, voices(2), "after")
     assert all(bool(torch.isfinite(a).all()) for a in audio)
+    assert _layout(code2wav) == expected  # the forward did not bring a hook back
 
 
 # --- the other models, their CAM++ loaded under the loader's context ---------------------------------
@@ -255,3 +301,69 @@ def test_ming_tts_extractor_under_the_loader_context(
     assert _cosine(got.float(), expected.float()) >= 0.9999
     (record,) = _records(plugin)
     assert record["backend"] == "cuda-torch", record
+
+
+# --- the other models in a spawned stage process (speech_stage.py), bf16 as a stage's default -------
+
+SPEECH_ENV: dict[str, str | None] = {
+    "OMNI_DEPLOY_SPK_BACKEND": None,
+    "COSYVOICE3_TRT": None,
+    "VLLM_PLUGINS": None,
+    "OMNI_DEPLOY_SPK_PROCESSOR": None,
+    "OMNI_DEPLOY_SPK_ALLOW_CPU": "1",
+}
+# CosyVoice3's processor and GLM-TTS's frontend are opt-in; Ming-TTS's extractor is on by default.
+OPT_IN = {"cosyvoice3", "glm_tts"}
+
+
+@pytest.fixture
+def spawned(tmp_path: Path, standin_onnx: Path) -> Iterator[Any]:
+    """Runs one model's process (multiprocessing spawn, as vllm-omni starts its stages); the process
+    is stopped at teardown whatever happened."""
+    import multiprocessing
+
+    from tests.integration import speech_stage
+
+    started: list[Any] = []
+
+    def run(model: str) -> dict[str, Any]:
+        folder = tmp_path / model
+        (folder / "frontend").mkdir(parents=True)
+        for target in (folder / "campplus.onnx", folder / "frontend" / "campplus.onnx"):
+            shutil.copy(standin_onnx, target)
+        result = tmp_path / f"{model}.json"
+        env = {**SPEECH_ENV, "OMNI_DEPLOY_SPK_REPORT_DIR": str(tmp_path / "speaker")}
+        if model in OPT_IN:
+            env["OMNI_DEPLOY_SPK_PROCESSOR"] = "cuda-torch"
+        process = multiprocessing.get_context("spawn").Process(
+            target=speech_stage.run_model, args=(model, str(folder), env, str(result), "bfloat16")
+        )
+        started.append(process)
+        process.start()
+        process.join(300)
+        assert process.exitcode == 0, f"{model} process exit code {process.exitcode}"
+        outcome: dict[str, Any] = json.loads(result.read_text())
+        outcome["records"] = _records(tmp_path / "speaker")
+        return outcome
+
+    yield run
+    for process in started:
+        if process.is_alive():
+            process.kill()
+            process.join(10)
+
+
+@pytest.mark.parametrize("model", ["cosyvoice3", "glm_tts", "ming_tts"])
+def test_the_other_models_take_over_in_a_spawned_bf16_process(spawned: Any, model: str) -> None:
+    """The plugin loaded by vLLM's own load_general_plugins in a fresh spawned interpreter, the CAM++
+    session built under the bf16 loader context: the plugin's session, no fallback, and the
+    embedding ONNX Runtime gives in the same context."""
+    outcome = spawned(model)
+    assert outcome["session"] == "SessionFacade", outcome["log"]
+    (record,) = outcome["records"]
+    assert record["backend"] == "cuda-torch" and "fallback" not in json.dumps(record), record
+    reports = [line for line in outcome["log"] if REPORT_MARK in line]
+    assert reports and all("backend=cuda-torch" in line and "fallback" not in line for line in reports)
+    assert outcome["fallback_calls"] == 0 and outcome["failures"] == 0 and outcome["guard_calls"] >= 1
+    assert outcome["finite"] and outcome["dims"] == 192 and outcome["cosine"] >= 0.9999, outcome
+    assert outcome["default_dtype"] == "torch.float32"  # the loader's context was left behind
