@@ -139,12 +139,7 @@ def _lacking(config: Map, key: str) -> list[Place]:
         inline = inside[-1:] in (["input_connectors"], ["output_connectors"])
         if not (named or inline):
             continue
-        node: object = config
-        for part in parts:
-            if isinstance(node, Map):
-                node = node.get(part)
-            elif isinstance(node, Seq) and isinstance(part, int):
-                node = node.items[part]
+        node = _at(config, parts)
         if isinstance(node, Map) and key not in node:
             found.append(Place(origin, _path(parts, config), True, sid, None))
     return found
