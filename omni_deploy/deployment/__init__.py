@@ -1,0 +1,1 @@
+"""The Deployment: one loaded, resolved deploy file, and its stage topology."""

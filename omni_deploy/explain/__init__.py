@@ -1,0 +1,1 @@
+"""What `omni-deploy explain` says: the speaker decision per platform, or an overview."""

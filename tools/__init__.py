@@ -1,0 +1,1 @@
+"""Development-time generators (not installed): the CLI reference, the bundled output schemas, the typed-config owners."""
