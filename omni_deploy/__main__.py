@@ -1,3 +1,3 @@
-from omni_deploy.cli import run
+from omni_deploy.cli.app import run
 
 run()

@@ -92,7 +92,7 @@ def _all_commands() -> list[tuple[str, str]]:
 
 def _is_command(command: str) -> bool:
     """An omni-deploy command line, not a log line that starts with the tool's name."""
-    from omni_deploy.cli import COMMANDS as NAMES
+    from omni_deploy.cli.app import COMMANDS as NAMES
 
     words = command.split("omni-deploy ", 1)[1].split()
     return bool(words) and (words[0] in NAMES or words[0].startswith("-"))

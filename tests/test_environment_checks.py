@@ -1,4 +1,4 @@
-"""Numbers and paths from the environment, range-checked before use (cli_settings, numbers)."""
+"""Numbers and paths from the environment, range-checked before use (cli.settings, numbers)."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ import io
 
 import pytest
 
-from omni_deploy.cli_settings import sanitize_environment
-from omni_deploy.numbers import MAX_TERMINAL_SIZE, terminal_size, version_problem
-from omni_deploy.output.tables import UNBOUNDED, width_for
+from omni_deploy.cli.settings import sanitize_environment
+from omni_deploy.common.numbers import MAX_TERMINAL_SIZE, terminal_size, version_problem
+from omni_deploy.common.output.tables import UNBOUNDED, width_for
 
 
 def test_sizes_that_are_no_terminal_s_and_relative_xdg_dirs_are_dropped() -> None:

@@ -1,7 +1,7 @@
 """Regenerate `typed_config_owners.json`: the stage keys vllm-omni's typed config has an owner for.
 
-    python -m omni_deploy.knowledge.generate_owners           # in the vllm tier: write the installed release's entry
-    python -m omni_deploy.knowledge.generate_owners --check   # exit 1 when the committed entry differs
+    python -m tools.generate_owners           # in the vllm tier: write the installed release's entry
+    python -m tools.generate_owners --check   # exit 1 when the committed entry differs
 
 From 0.30.0 on, `vllm serve --omni` builds `VllmOmniConfig`, whose ownership check
 (config/omni_config.py `_validate_stage_engine_override_ownership`) refuses any stage key that
@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-DATA_FILE = Path(__file__).with_name("typed_config_owners.json")
+DATA_FILE = Path(__file__).resolve().parents[1] / "omni_deploy" / "knowledge" / "typed_config_owners.json"
 
 
 def _at(function: Any) -> str:
@@ -65,7 +65,7 @@ def render(data: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m omni_deploy.knowledge.generate_owners",
+    parser = argparse.ArgumentParser(prog="python -m tools.generate_owners",
                                      description=__doc__.split("\n")[0])  # fmt: skip
     parser.add_argument("--check", action="store_true", help="compare with the committed entry instead")
     args = parser.parse_args(argv)
@@ -74,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.check:
         if committed.get(version) != entry:
             print(f"{DATA_FILE} is out of date for vllm-omni {version}: run python -m "
-                  "omni_deploy.knowledge.generate_owners in the vllm tier", file=sys.stderr)  # fmt: skip
+                  "tools.generate_owners in the vllm tier", file=sys.stderr)  # fmt: skip
             return 1
         print(f"{DATA_FILE} is up to date for vllm-omni {version}")
         return 0

@@ -7,8 +7,8 @@ carries a copy of each piece it uses under `$defs` with that piece's `$id` (a 20
 document): the references resolve inside the file, whatever the working directory, with no
 registry and no network.
 
-    python -m omni_deploy.output.schema_bundle          # rewrite the copies in schemas/output/
-    python -m omni_deploy.output.schema_bundle --check  # exit 1 when a committed file is stale
+    python -m tools.schema_bundle          # rewrite the copies in schemas/output/
+    python -m tools.schema_bundle --check  # exit 1 when a committed file is stale
 
 The pieces themselves are edited by hand; the copies never are (a test keeps them current).
 """
@@ -25,12 +25,12 @@ SCHEMA_BASE = "https://omni-deploy.invalid/schemas/output/"
 PIECES = ("common.schema.json", "finding.schema.json")
 _COPY_NOTE = (
     "The $defs named *.schema.json are copies of those files in schemas/output/, embedded by "
-    "`python -m omni_deploy.output.schema_bundle` so that this file stands alone; edit the originals."
+    "`python -m tools.schema_bundle` so that this file stands alone; edit the originals."
 )
 
 
 def schema_dir() -> Path:
-    from omni_deploy.bundled import project_data_dir
+    from omni_deploy.common.bundled import project_data_dir
 
     return project_data_dir("schemas") / "output"
 

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from omni_deploy.bench.protocol import Step, SweepOptions, plan_sweep
-from omni_deploy.errors import ProcessExited, ReadinessTimeout
-from omni_deploy.redact import redact_argv
+from omni_deploy.common.errors import ProcessExited, ReadinessTimeout
+from omni_deploy.common.redact import redact_argv
 from omni_deploy.serve.ports import PortInUse, check_port_free
 from omni_deploy.serve.supervise import EXIT_SERVER_ERROR, die_with_parent, exit_code, served_models
 
@@ -57,7 +57,7 @@ def parse_overrides(pairs: tuple[str, ...]) -> list[str]:
 
 def _check_override(key: str, value: str) -> None:
     """Values serve would refuse are refused here, before any server of the comparison starts."""
-    from omni_deploy.numbers import SECONDS_LIMIT, parse_real
+    from omni_deploy.common.numbers import SECONDS_LIMIT, parse_real
 
     if key == "ready-timeout":
         try:
@@ -110,7 +110,7 @@ def describe(starts: list[Start]) -> str:
 def ab_json(starts: list[Start], result_dir: Path) -> str:
     """The plan of `bench ab --dry-run -o json`: every round of every start, with its server."""
     from omni_deploy.bench.runner import step_json
-    from omni_deploy.output.json_doc import dumps
+    from omni_deploy.common.output.json_doc import dumps
 
     rounds = [
         step_json(

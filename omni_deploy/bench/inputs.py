@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from omni_deploy import guarded
-from omni_deploy.errors import OmniDeployError
+from omni_deploy.common import guarded
+from omni_deploy.common.errors import OmniDeployError
 
 META = "meta.lst"
 MANIFEST = "manifest.json"

@@ -12,8 +12,8 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from omni_deploy import defaults
-from omni_deploy.errors import OmniDeployError
+from omni_deploy.common import defaults
+from omni_deploy.common.errors import OmniDeployError
 
 SYSTEM_PROMPT = "Please read the following text out loud in English."
 PERCENTILE_METRICS = "audio_ttfp,audio_rtf,audio_duration,e2el"
@@ -165,9 +165,9 @@ class ExtraBodyError(OmniDeployError):
 
 def load_extra_body(path: Path | None) -> str:
     """The request fields every round sends, as compact JSON (strict: no NaN, an object)."""
-    from omni_deploy.bundled import project_deploy_dir
+    from omni_deploy.common.bundled import project_deploy_dir
+    from omni_deploy.common.errors import ConfigError
     from omni_deploy.config.safe_read import read_json
-    from omni_deploy.errors import ConfigError
 
     source = path or project_deploy_dir() / "bench-extra-body.json"
     try:

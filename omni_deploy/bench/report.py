@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from omni_deploy.bench.results import METRICS, Round, Skipped
-from omni_deploy.output.escape import for_markdown, for_terminal
+from omni_deploy.common.output.escape import for_markdown, for_terminal
 
 
 @dataclass
@@ -146,7 +146,7 @@ def as_markdown(rows: list[Row], diffs: list[dict[str, Any]]) -> str:
 
 def as_text(rows: list[Row], diffs: list[dict[str, Any]]) -> str:
     """The table for a terminal: each metric as mean (min-max) over the measured rounds."""
-    from omni_deploy.output.tables import Column, to_text
+    from omni_deploy.common.output.tables import Column, to_text
 
     columns = [
         Column("C", numeric=True),
@@ -185,7 +185,7 @@ def _diff_lines(diffs: list[dict[str, Any]], markdown: bool, names: tuple[str, s
     safe = for_markdown if markdown else for_terminal  # source names are folder names
     heading = f"Change of {safe(names[0])} vs {safe(names[1])} (mean, %):"
     if not markdown:
-        from omni_deploy.output.tables import Column, to_text
+        from omni_deploy.common.output.tables import Column, to_text
 
         columns = [Column("C", numeric=True), *(Column(title, numeric=True) for _, title, _ in _COLUMNS)]
         table = [[d["concurrency"], *(_percent(d[m]) for m, _, _ in _COLUMNS)] for d in diffs]
@@ -213,7 +213,7 @@ def _finite(value: Any) -> Any:
 
 
 def as_json(rows: list[Row], diffs: list[dict[str, Any]], skipped: list[Skipped] | None = None) -> str:
-    from omni_deploy.output.json_doc import SCHEMA_VERSION
+    from omni_deploy.common.output.json_doc import SCHEMA_VERSION
 
     data = {
         "schema_version": SCHEMA_VERSION,

@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from omni_deploy import guarded
+from omni_deploy.common import guarded
+from omni_deploy.common.errors import ConfigError
 from omni_deploy.config.safe_read import read_json
-from omni_deploy.errors import ConfigError
 
 METRICS = (
     "audio_throughput",

@@ -14,7 +14,7 @@ from typing import Any
 
 from omni_deploy.bench.protocol import BENCH_ENV, Step
 from omni_deploy.bench.results import unfinished
-from omni_deploy.errors import OmniDeployError, ProcessExited, ReadinessTimeout
+from omni_deploy.common.errors import OmniDeployError, ProcessExited, ReadinessTimeout
 from omni_deploy.serve.supervise import die_with_parent, exit_code, probe_url
 
 
@@ -157,7 +157,7 @@ def step_json(step: Step, result_dir: Path, done: bool, **extra: Any) -> dict[st
 
 
 def steps_json(steps: list[Step], result_dir: Path, finished: list[Step], dry_run: bool) -> str:
-    from omni_deploy.output.json_doc import dumps
+    from omni_deploy.common.output.json_doc import dumps
 
     done = {id(step) for step in finished}
     rounds = [step_json(step, result_dir, id(step) in done) for step in steps]

@@ -18,20 +18,20 @@ from typing import Any
 import click
 
 from omni_deploy import __version__
-from omni_deploy.cli_settings import add_color_option, color_option
+from omni_deploy.cli.settings import add_color_option, color_option
 
 # command name -> (module, attribute); each module stays import-light at top level.
 COMMANDS: dict[str, tuple[str, str]] = {
-    "bench": ("omni_deploy.commands.bench", "bench"),
-    "diff": ("omni_deploy.commands.diff", "diff"),
-    "explain": ("omni_deploy.commands.explain", "explain"),
-    "k8s": ("omni_deploy.commands.k8s", "k8s"),
-    "render": ("omni_deploy.commands.render", "render"),
-    "rule": ("omni_deploy.commands.rule", "rule"),
-    "schema": ("omni_deploy.commands.schema", "schema"),
-    "serve": ("omni_deploy.commands.serve", "serve"),
-    "validate": ("omni_deploy.commands.validate", "validate"),
-    "spk": ("omni_deploy.commands.spk", "spk"),
+    "bench": ("omni_deploy.cli.commands.bench", "bench"),
+    "diff": ("omni_deploy.cli.commands.diff", "diff"),
+    "explain": ("omni_deploy.cli.commands.explain", "explain"),
+    "k8s": ("omni_deploy.cli.commands.k8s", "k8s"),
+    "render": ("omni_deploy.cli.commands.render", "render"),
+    "rule": ("omni_deploy.cli.commands.rule", "rule"),
+    "schema": ("omni_deploy.cli.commands.schema", "schema"),
+    "serve": ("omni_deploy.cli.commands.serve", "serve"),
+    "validate": ("omni_deploy.cli.commands.validate", "validate"),
+    "spk": ("omni_deploy.cli.commands.spk", "spk"),
 }
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
@@ -41,12 +41,12 @@ BROKEN_PIPE_CODE = 128 + 13  # what a shell reports for a writer killed by SIGPI
 # Every error type -> exit code, matched along the exception's MRO by "module.QualName", so that
 # mapping an error of the speaker or bench side imports nothing heavy. Anything else: EXIT_INTERNAL.
 EXIT_CODES: dict[str, int] = {
-    "omni_deploy.errors.ProcessExited": EXIT_PROCESS,
-    "omni_deploy.errors.ReadinessTimeout": EXIT_READY_TIMEOUT,
-    "omni_deploy.errors.Interrupted": EXIT_INTERRUPTED,
-    "omni_deploy.errors.UsageProblem": EXIT_USAGE,
-    "omni_deploy.patterns.BadPattern": EXIT_USAGE,  # PlanError, K8sOptionError, ProjectSettingsError, ...
-    "omni_deploy.errors.OmniDeployError": EXIT_FINDINGS,  # ConfigError, RunDirError, PlanError, ...
+    "omni_deploy.common.errors.ProcessExited": EXIT_PROCESS,
+    "omni_deploy.common.errors.ReadinessTimeout": EXIT_READY_TIMEOUT,
+    "omni_deploy.common.errors.Interrupted": EXIT_INTERRUPTED,
+    "omni_deploy.common.errors.UsageProblem": EXIT_USAGE,
+    "omni_deploy.common.patterns.BadPattern": EXIT_USAGE,  # PlanError, K8sOptionError, ProjectSettingsError, ...
+    "omni_deploy.common.errors.OmniDeployError": EXIT_FINDINGS,  # ConfigError, RunDirError, PlanError, ...
     "omni_deploy.speaker.onnx_file.SpeakerModelError": EXIT_FINDINGS,
     "omni_deploy.speaker.inputs.AudioError": EXIT_FINDINGS,
     "omni_deploy.bench.results.ResultError": EXIT_FINDINGS,
@@ -121,7 +121,7 @@ cli.params.append(color_option(default="auto"))
 
 
 def main(argv: list[str] | None = None) -> int:
-    from omni_deploy.redact import scrubbed_output
+    from omni_deploy.common.redact import scrubbed_output
 
     closed = _reopen_closed_streams()
     if 1 in closed:
@@ -129,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
         # closed, would be what the next file we open gets (our prints would land in it).
         _say("omni-deploy: error: stdout is closed; run with output to a file or /dev/null")
         return EXIT_USAGE
-    from omni_deploy.cli_settings import sanitize_environment
+    from omni_deploy.cli.settings import sanitize_environment
 
     sanitize_environment()  # COLUMNS of 5,000 digits, a relative XDG_CACHE_HOME: as if unset
     try:
@@ -138,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
         _say(f"omni-deploy: error: the working directory is gone ({exc.strerror}); cd to an existing folder")
         return EXIT_FINDINGS
 
-    # Whatever a command prints, the environment's secrets are scrubbed from it (omni_deploy/redact.py).
+    # Whatever a command prints, the environment's secrets are scrubbed from it (omni_deploy/common/redact.py).
     with scrubbed_output():
         return _main(argv)
 
@@ -205,7 +205,7 @@ def _internal(exc: Exception) -> int:
 
 def _safe(message: object) -> str:
     """An error message, which quotes names and values from files, made safe for a terminal."""
-    from omni_deploy.output.escape import for_terminal
+    from omni_deploy.common.output.escape import for_terminal
 
     return for_terminal(message)
 

@@ -4,7 +4,7 @@ A directory stands for the deploy files below it (`*.yaml`/`*.yml`, hidden folde
 and so does a glob; YAML there that is not a deploy file (see knowledge/deploy_file.py) is skipped
 silently, since nobody named it. A file named outright is always checked.
 
-Everything goes through omni_deploy.guarded: stdin is read up to the size cap (one byte more, so
+Everything goes through omni_deploy.common.guarded: stdin is read up to the size cap (one byte more, so
 the loader can say it is too big), folders and globs are walked iteratively with bounds, and a
 found entry that is not a regular file (a FIFO, a link to /dev/zero) is kept for the loader to
 report rather than opened here.
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from omni_deploy import guarded
+from omni_deploy.common import guarded
 
 STDIN = "-"
 STDIN_NAME = "<stdin>"

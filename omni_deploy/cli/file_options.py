@@ -9,11 +9,11 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from omni_deploy.bundled import deploy_file_name
+from omni_deploy.common.bundled import deploy_file_name
 
 if TYPE_CHECKING:
-    from omni_deploy.deployment import Deployment
-    from omni_deploy.inputs import Input
+    from omni_deploy.cli.file_args import Input
+    from omni_deploy.deployment.model import Deployment
 
 
 def file_argument(name: str = "file", *, many: bool = False) -> Callable[[Any], Any]:
@@ -40,8 +40,8 @@ def stdin_filename_option() -> Callable[[Any], Any]:
 def read_inputs(files: tuple[str, ...] | list[str], stdin_filename: str | None) -> list[Input]:
     """FILE arguments expanded (stdin, directories, globs; the project's `exclude` applies to
     what directories and globs find); none given: the project's deploy files."""
-    from omni_deploy.cli_settings import project
-    from omni_deploy.inputs import InputError, expand
+    from omni_deploy.cli.file_args import InputError, expand
+    from omni_deploy.cli.settings import project
 
     if not files:
         return project_inputs()
@@ -54,9 +54,9 @@ def read_inputs(files: tuple[str, ...] | list[str], stdin_filename: str | None) 
 def project_inputs() -> list[Input]:
     """The project's deploy files (settings `files`, else deploy/); none: the bundled profile,
     with a line on stderr saying so. `files` that match nothing is a usage error."""
-    from omni_deploy.cli_settings import project
+    from omni_deploy.cli.file_args import Input
+    from omni_deploy.cli.settings import project
     from omni_deploy.config.yaml_loader import display_path
-    from omni_deploy.inputs import Input
 
     found = project()
     files = found.deploy_files()
@@ -92,6 +92,6 @@ def _only(found: list[Input], file: str | None = None) -> Input:
 
 
 def load_deployment(source: Input, pipeline: str | None = None) -> Deployment:
-    from omni_deploy.deployment import Deployment
+    from omni_deploy.deployment.model import Deployment
 
     return Deployment.load(source.name, pipeline=pipeline, text=source.text, named=source.named)

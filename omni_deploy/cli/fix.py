@@ -5,13 +5,13 @@ Promises, each kept here:
   is touched: never a base file reached through another's base_config, a bundled file found by
   its bare name, or a file inside an installed package;
 - a file is written only when its fixed text loads and validates without the fixed findings;
-- a write is atomic (a temporary file beside it, renamed over it: output/atomic.py) and keeps
+- a write is atomic (a temporary file beside it, renamed over it: common/output/atomic.py) and keeps
   the file's owner, group and mode; only the fixed spans change, so comments, quoting, line
   endings and a BOM stay;
 - stdin is never written anywhere: its fixed text is printed; unfixed, its bytes as they came
   (whatever their encoding);
 - every name in what is printed (diff headers, "fixed" and "not fixed" lines) is escaped for the
-  terminal (output/escape.py), and the diff's lines too.
+  terminal (common/output/escape.py), and the diff's lines too.
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from omni_deploy.inputs import Input
-from omni_deploy.output.escape import for_terminal
+from omni_deploy.cli.file_args import Input
+from omni_deploy.common.output.escape import for_terminal
 from omni_deploy.validate.context import Options
 from omni_deploy.validate.findings import Finding
 from omni_deploy.validate.fixes import Edited, apply, unified_diff
@@ -77,8 +77,8 @@ def _pairs(findings: list[Finding], file: str) -> list[Finding]:
 
 
 def _plan(source: Input, report: FileReport, options: Options) -> tuple[Plan | None, list[str]]:
+    from omni_deploy.common.errors import ConfigError
     from omni_deploy.config.safe_read import read_bytes
-    from omni_deploy.errors import ConfigError
 
     fixable = [f for f in report.findings if f.fix is not None]
     if not fixable:
@@ -139,8 +139,8 @@ def _refusal(after: FileReport, fixed: list[Finding]) -> str | None:
 
 
 def _shown_diff(name: str, before: str, after: str) -> str:
-    """The unified diff with the name and every line escaped for a terminal (output/escape.py)."""
-    from omni_deploy.output.escape import diff_line
+    """The unified diff with the name and every line escaped for a terminal (common/output/escape.py)."""
+    from omni_deploy.common.output.escape import diff_line
 
     diff = unified_diff(for_terminal(name), before, after)
     return "".join(diff_line(line) for line in diff.splitlines(keepends=True))
@@ -190,7 +190,7 @@ def fix_files(
         say_err(f"would fix {fixed} finding(s) in {len(plans)} file(s)" if plans else "nothing to fix")
         return Outcome(reports, inputs, changed=bool(plans), notes=notes)
 
-    from omni_deploy.output.atomic import replace_file
+    from omni_deploy.common.output.atomic import replace_file
 
     for plan in plans:
         if plan.target is None:

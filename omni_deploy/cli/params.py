@@ -13,9 +13,9 @@ from typing import Any, TypeVar
 
 import click
 
+from omni_deploy.common.numbers import SECONDS_LIMIT, parse_count, parse_real
 from omni_deploy.config.stage_schema import PLATFORMS
-from omni_deploy.numbers import SECONDS_LIMIT, parse_count, parse_real
-from omni_deploy.speaker_rules import BACKENDS, Backend
+from omni_deploy.speaker_backend.rules import BACKENDS, Backend
 
 T = TypeVar("T")
 
@@ -117,9 +117,9 @@ class TargetVersionType(click.ParamType):
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
         from packaging.version import InvalidVersion, Version
 
-        from omni_deploy.bundled import installed_version, installed_version_problem
+        from omni_deploy.common.bundled import installed_version, installed_version_problem
+        from omni_deploy.common.numbers import version_problem
         from omni_deploy.knowledge.versions import MAIN, RELEASES
-        from omni_deploy.numbers import version_problem
 
         text = str(value).strip()
         problem = version_problem(text)
@@ -197,7 +197,7 @@ class DeviceType(_Words):
         )
 
 
-# --- numbers: omni_deploy/numbers.py parses them (ASCII digits, finite, in range) -------------
+# --- numbers: omni_deploy/common/numbers.py parses them (ASCII digits, finite, in range) -------------
 
 
 class Count(click.ParamType):

@@ -14,7 +14,7 @@ root; with neither, the working directory is.
 The project's deploy files, for a command given no FILE: those `files` matches (globs relative to
 the root), else the deploy files under `<root>/deploy/`, in both cases less those `exclude`
 matches; none: the caller falls back to the bundled profile and says so. How a setting combines
-with the environment and the options is cli_settings.py's business; this module only reads.
+with the environment and the options is cli/settings.py's business; this module only reads.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from omni_deploy.errors import UsageProblem
+from omni_deploy.common.errors import UsageProblem
 
 PROJECT_FILE = ".omni-deploy.yaml"
 DEPLOY_DIR = "deploy"
@@ -62,13 +62,13 @@ class Project:
             return False  # outside the project: its patterns do not speak of it
         parts = relative.as_posix().split("/")
         prefixes = ["/".join(parts[: i + 1]) for i in range(len(parts))]
-        from omni_deploy.patterns import matches
+        from omni_deploy.common.patterns import matches
 
         return any(matches(p.strip("/"), prefix) for p in self.exclude for prefix in prefixes)
 
     def deploy_files(self) -> list[Path]:
         """The project's own deploy files (see the module docstring), sorted; may be empty."""
-        from omni_deploy.inputs import deploy_files_below, deploy_files_in
+        from omni_deploy.cli.file_args import deploy_files_below, deploy_files_in
 
         if self.files is not None:
             found: dict[Path, None] = {}
@@ -96,7 +96,7 @@ def _shown(path: Path | None) -> str:
 
 def _glob(root: Path, pattern: str) -> list[Path]:
     """`files` matches, walked by the guarded glob (iterative, bounded in depth and count)."""
-    from omni_deploy import guarded
+    from omni_deploy.common import guarded
 
     try:  # the root is taken literally (a folder named "a[1]" is a name, not a pattern)
         return [m for m in guarded.glob(pattern, base=root) if guarded.is_readable_file(m)]
@@ -141,7 +141,7 @@ def _not_ours(path: Path) -> str | None:
         if why is not None:
             return why
     if not stat.S_ISREG(info.st_mode):
-        from omni_deploy.guarded import kind_of
+        from omni_deploy.common.guarded import kind_of
 
         return f"it is {kind_of(info.st_mode)}, not a regular file"
     return _untrusted_owner(info, "it")
@@ -162,7 +162,7 @@ MAX_BYTES = 1024 * 1024  # a settings file is a few lines; a pyproject.toml a fe
 
 def _read(path: Path) -> str:
     """The file through the guarded reader (regular files only, the size cap, strict UTF-8)."""
-    from omni_deploy import guarded
+    from omni_deploy.common import guarded
 
     try:
         return guarded.read_text(path, str(path), MAX_BYTES)
@@ -233,7 +233,7 @@ def _globs(path: Path, table: dict[str, Any], key: str) -> tuple[str, ...] | Non
         raise ProjectSettingsError(f'{path}: {key} must be a list of globs such as "deploy/**/*.yaml"')
     if any(Path(g).is_absolute() or ".." in Path(g).parts for g in value):
         raise ProjectSettingsError(f"{path}: {key}: globs are relative to the project root, inside it")
-    from omni_deploy.patterns import BadPattern, check
+    from omni_deploy.common.patterns import BadPattern, check
 
     try:
         check(value, key)
@@ -245,7 +245,7 @@ def _globs(path: Path, table: dict[str, Any], key: str) -> tuple[str, ...] | Non
 def _settings(root: Path, path: Path, table: dict[str, Any]) -> Project:
     unknown = sorted(set(map(str, table)) - set(KEYS))
     if unknown:
-        from omni_deploy.cli_params import did_you_mean
+        from omni_deploy.cli.params import did_you_mean
 
         hint = did_you_mean(unknown[0], KEYS) if len(unknown) == 1 else ""
         raise ProjectSettingsError(

@@ -10,7 +10,7 @@ environment, then the command line; the later wins, and `ignore` codes add up ac
 
 With none of them, the target version is the installed vllm-omni's, else the newest release.
 A bad value is a usage error (exit 2) that names where it came from, whichever layer it is in.
-The project (omni_deploy/project.py) is found once per command, from the working directory.
+The project (omni_deploy/cli/project.py) is found once per command, from the working directory.
 """
 
 from __future__ import annotations
@@ -23,10 +23,10 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from omni_deploy.numbers import terminal_size
+from omni_deploy.common.numbers import terminal_size
 
 if TYPE_CHECKING:
-    from omni_deploy.project import Project
+    from omni_deploy.cli.project import Project
 
 ENV_TARGET_VERSION = "OMNI_DEPLOY_TARGET_VERSION"
 ENV_STRICT = "OMNI_DEPLOY_STRICT"
@@ -45,20 +45,20 @@ class Settings:
 
 def project() -> Project:
     """The project of this command (found once, from the working directory)."""
-    from omni_deploy.project import ProjectSettingsError, find
+    from omni_deploy.cli.project import ProjectSettingsError, find
 
     ctx = click.get_current_context(silent=True)
     meta = ctx.find_root().meta if ctx is not None else {}
-    if "omni_deploy.project" not in meta:
+    if "omni_deploy.cli.project" not in meta:
         try:
-            meta["omni_deploy.project"] = find(Path.cwd())
+            meta["omni_deploy.cli.project"] = find(Path.cwd())
         except ProjectSettingsError as exc:
             raise click.UsageError(str(exc)) from None
-        from omni_deploy.output.escape import for_terminal
+        from omni_deploy.common.output.escape import for_terminal
 
-        for why in meta["omni_deploy.project"].passed_over:  # said once, on stderr
+        for why in meta["omni_deploy.cli.project"].passed_over:  # said once, on stderr
             click.echo(f"omni-deploy: warning: project settings not applied: {for_terminal(why)}", err=True)
-    found: Project = meta["omni_deploy.project"]
+    found: Project = meta["omni_deploy.cli.project"]
     return found
 
 
@@ -70,8 +70,8 @@ def resolve(
 ) -> Settings:
     """The settings for this command: `target_version`, `strict` and `ignore` as its options gave
     them (None / empty: not given), over the environment, over the project file."""
+    from omni_deploy.cli.project import parse_codes
     from omni_deploy.knowledge.versions import RELEASED
-    from omni_deploy.project import parse_codes
 
     environ = os.environ if env is None else env
     found = project()
@@ -83,7 +83,7 @@ def resolve(
     if target is None and found.target_version is not None:
         target, target_from = _version(found.target_version, f"{where}: target-version"), where
     if target is None:
-        from omni_deploy.bundled import installed_version, installed_version_problem
+        from omni_deploy.common.bundled import installed_version, installed_version_problem
 
         installed = installed_version("vllm-omni")
         problem = None if installed is not None else installed_version_problem("vllm-omni")
@@ -111,7 +111,7 @@ def resolve(
 
 
 def _version(value: str, source: str) -> str:
-    from omni_deploy.cli_params import TargetVersionType
+    from omni_deploy.cli.params import TargetVersionType
 
     try:
         converted: str = TargetVersionType().convert(value, None, None)
@@ -131,7 +131,7 @@ def _flag(value: str, source: str) -> bool:
 
 def target_version_option(what: str = "check against", more: str = "") -> Callable[[Any], Any]:
     """`--target-version` as every command spells it (its help names the other layers)."""
-    from omni_deploy.cli_params import TargetVersionType
+    from omni_deploy.cli.params import TargetVersionType
 
     return click.option(
         "--target-version",
@@ -146,7 +146,7 @@ def target_version_option(what: str = "check against", more: str = "") -> Callab
 # --color on every command, so that it works after the command name too; the last one given wins.
 def _set_color(_ctx: click.Context, _param: click.Parameter, value: str | None) -> None:
     if value is not None:
-        from omni_deploy.output import color
+        from omni_deploy.common.output import color
 
         color.set_mode(value)
 

@@ -13,9 +13,9 @@ import re
 import sys
 from pathlib import Path
 
-from omni_deploy.numbers import version_problem
+from omni_deploy.common.numbers import version_problem
 
-_PACKAGE_DIR = Path(__file__).resolve().parent
+_PACKAGE_DIR = Path(__file__).resolve().parents[1]
 DEFAULT_DEPLOY_NAME = "minicpmo_4_5_turn.yaml"
 
 

@@ -2,7 +2,7 @@
 
 A code is an id (its letter says error, warning or info; the number groups it: 1xx loading and
 merging, 2xx schema, 3xx checks; every number is used once, whatever the letter), its severity, a
-one-line summary, and an example file under tests/data/ that produces it (tests/test_codes.py runs
+one-line summary, and an example file under tests/data/ that produces it (tests/common/test_codes.py runs
 each example; a code without one, or an example that produces an undeclared code, fails the suite).
 
 Adding a code: one line here; then the check that reports it declares it (`@emits(codes.W399)`,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from omni_deploy.codes import Code, lookup
+from omni_deploy.common.codes import Code, lookup
 
 
 @dataclass(frozen=True)

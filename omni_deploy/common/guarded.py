@@ -273,11 +273,11 @@ def glob(pattern: str, base: Path | str | None = None) -> list[Path]:
     part starts with a dot; `**` does not descend into symlinked folders or hidden ones. Bounded
     by MAX_DEPTH below the pattern's fixed prefix, MAX_FILES matches and MAX_VISITED entries; a
     folder reached twice (a symlink back to a parent) is walked once, known by device and inode.
-    Names are matched in linear time (omni_deploy.patterns); a malformed pattern is refused
+    Names are matched in linear time (omni_deploy.common.patterns); a malformed pattern is refused
     (patterns.BadPattern). `base`: a folder taken literally (its name may hold `[` or `*`) that a
     relative `pattern` is below; results are spelt base/...
     """
-    from omni_deploy.patterns import compile_glob
+    from omni_deploy.common.patterns import compile_glob
 
     compile_glob(pattern, across=False)  # refuse a malformed pattern before any walk
     if base is not None:
@@ -357,7 +357,7 @@ class _Glob:
                 self._descend(entry, shown, index, depth)
 
     def _one_name(self, folder: str, shown: str, index: int, depth: int) -> None:
-        from omni_deploy.patterns import matches
+        from omni_deploy.common.patterns import matches
 
         part = self.rest[index]
         last = index == len(self.rest) - 1
@@ -385,9 +385,9 @@ class Captured:
 
 def capture(argv: Sequence[str], *, timeout: float = 10.0, limit: int = 256 * 1024) -> Captured:
     """Run a program we only ask a question (nvidia-smi, the version probe), reading at most
-    `limit` bytes of each stream for at most `timeout` seconds (omni_deploy/children.py): its
+    `limit` bytes of each stream for at most `timeout` seconds (omni_deploy/common/children.py): its
     whole process group, and what it forked, is ended however it ends."""
-    from omni_deploy import children
+    from omni_deploy.common import children
 
     ran = children.run(list(argv), timeout=timeout, max_bytes=limit, max_lines=limit, tail=limit)
     return Captured(

@@ -12,7 +12,7 @@ import re
 import shlex
 from pathlib import Path
 
-_CHECKOUT = Path(__file__).resolve().parents[1]
+_CHECKOUT = Path(__file__).resolve().parents[2]
 
 
 def _requirements(extra: str) -> list[str]:

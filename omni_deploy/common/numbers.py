@@ -2,7 +2,7 @@
 
 `int()` and `float()` also take '٣', '1_000', ' 12 ', 'nan' and 'inf', and a 5,000-digit integer
 raises; these parsers accept only plain digits (with a length cap) and finite values, and say
-what is wrong in a ValueError. The CLI's option types (cli_params.Count, Real) and anything that
+what is wrong in a ValueError. The CLI's option types (cli.params.Count, Real) and anything that
 parses a number from a user (bench ab's overrides, serve's --stage-id) use them.
 """
 

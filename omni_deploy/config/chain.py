@@ -12,12 +12,12 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from omni_deploy import codes
-from omni_deploy.bundled import bundled_candidates
+from omni_deploy.common import codes
+from omni_deploy.common.bundled import bundled_candidates
+from omni_deploy.common.errors import ConfigError, Location
 from omni_deploy.config.merge import MergeReport, merge_documents
 from omni_deploy.config.nodes import Map, Scalar, retag, shown
 from omni_deploy.config.yaml_loader import display_path, load_file
-from omni_deploy.errors import ConfigError, Location
 
 MAX_CHAIN = 32
 

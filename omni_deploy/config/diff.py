@@ -12,7 +12,7 @@ from collections.abc import Hashable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from omni_deploy import jsonpath
+from omni_deploy.common import jsonpath
 from omni_deploy.config.nodes import Map, Node, Origin, Scalar, Seq, to_plain
 
 CHANGED, ADDED, REMOVED = "changed", "added", "removed"

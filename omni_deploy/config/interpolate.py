@@ -16,9 +16,9 @@ from __future__ import annotations
 import re
 from collections.abc import Hashable
 
-from omni_deploy import codes
+from omni_deploy.common import codes
+from omni_deploy.common.errors import ConfigError
 from omni_deploy.config.nodes import Entry, Map, Node, Scalar, Seq
-from omni_deploy.errors import ConfigError
 
 MAX_DEPTH = 32  # references that lead to references
 MAX_STRING = 64 * 1024  # characters in one interpolated value

@@ -16,9 +16,9 @@ from __future__ import annotations
 from collections.abc import Hashable
 from dataclasses import dataclass, field
 
-from omni_deploy import codes, jsonpath
+from omni_deploy.common import codes, jsonpath
+from omni_deploy.common.errors import ConfigError
 from omni_deploy.config.nodes import Entry, Map, Node, Origin, Scalar, Seq, is_falsy, to_plain
-from omni_deploy.errors import ConfigError
 
 DEEP_MERGE_KEYS = frozenset(
     {

@@ -10,8 +10,8 @@ from collections.abc import Hashable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeAlias
 
-from omni_deploy import jsonpath
-from omni_deploy.errors import Location
+from omni_deploy.common import jsonpath
+from omni_deploy.common.errors import Location
 
 
 @dataclass(frozen=True)
@@ -121,7 +121,7 @@ def to_plain(node: Node | None, unresolved: bool = False) -> Any:
 
 def shown(node: Scalar) -> Any:
     """What output may show of a scalar: its `${oc.env:...}` expression when it came from the
-    environment, else its value (omni_deploy/redact.py states the rule)."""
+    environment, else its value (omni_deploy/common/redact.py states the rule)."""
     return node.expression if node.expression is not None else node.value
 
 
@@ -159,7 +159,7 @@ def retag(node: Node, layer: str) -> Node:
     )
 
 
-child_path = jsonpath.child  # one spelling of paths: omni_deploy/jsonpath.py
+child_path = jsonpath.child  # one spelling of paths: omni_deploy/common/jsonpath.py
 
 
 def iter_leaves(node: Node, path: str = "$") -> Iterator[tuple[str, Node]]:

@@ -13,7 +13,8 @@ from __future__ import annotations
 from collections.abc import Hashable
 from dataclasses import dataclass, field
 
-from omni_deploy import codes
+from omni_deploy.common import codes
+from omni_deploy.common.errors import ConfigError
 from omni_deploy.config.merge import DEEP_MERGE_KEYS, merge_one_level, merge_recursive
 from omni_deploy.config.nodes import Entry, Map, Node, Origin, Scalar, Seq, retag, to_plain
 from omni_deploy.config.stage_schema import (
@@ -21,7 +22,6 @@ from omni_deploy.config.stage_schema import (
     STAGE_ATTRIBUTES,
     STAGE_ENGINE_FIELDS,
 )
-from omni_deploy.errors import ConfigError
 
 _WRAPPER_ORDER = (
     "stage_id", "devices", "num_replicas", "env", "async_chunk", "output_connectors",

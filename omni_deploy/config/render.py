@@ -41,7 +41,7 @@ def to_yaml(node: Node, header: str = "") -> str:
 
 
 def _json_safe(value: Any) -> Any:
-    from omni_deploy.output.json_doc import safe  # keys as YAML spells them; colliding keys refused
+    from omni_deploy.common.output.json_doc import safe  # keys as YAML spells them; colliding keys refused
 
     return safe(value)
 
@@ -79,7 +79,7 @@ def _lines(node: Node, indent: int) -> list[str]:
 
 
 def yaml_comment(text: object) -> str:
-    from omni_deploy.output.escape import yaml_comment as quoted  # a file name never ends the comment
+    from omni_deploy.common.output.escape import yaml_comment as quoted  # a file name never ends the comment
 
     return quoted(text)
 

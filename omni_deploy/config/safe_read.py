@@ -1,4 +1,4 @@
-"""Deploy files and JSON the way the config side reads them: through omni_deploy.guarded, with each
+"""Deploy files and JSON the way the config side reads them: through omni_deploy.common.guarded, with each
 refusal turned into a ConfigError whose code says why (E107 unreadable, E108 encoding, E109 size).
 
 JSON is strict here: NaN and Infinity are refused, nesting is capped, huge integers refused.
@@ -10,9 +10,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from omni_deploy import codes, guarded
-from omni_deploy.codes import Code
-from omni_deploy.errors import ConfigError, Location
+from omni_deploy.common import codes, guarded
+from omni_deploy.common.codes import Code
+from omni_deploy.common.errors import ConfigError, Location
 
 MAX_FILE_BYTES = guarded.MAX_BYTES
 MAX_JSON_DEPTH = 64

@@ -16,11 +16,11 @@ from typing import Any
 
 import yaml
 
-from omni_deploy import codes
+from omni_deploy.common import codes
+from omni_deploy.common.errors import ConfigError, Location
 from omni_deploy.config.interpolate import resolve_interpolations
 from omni_deploy.config.nodes import Entry, Map, Node, Origin, Scalar, Seq, Unresolved
 from omni_deploy.config.safe_read import MAX_FILE_BYTES, decode_utf8, read_text
-from omni_deploy.errors import ConfigError, Location
 
 _FLOAT = re.compile(
     r"""^(?:[-+]?[0-9][0-9_]*\.[0-9_]*(?:[eE][-+]?[0-9]+)?

@@ -2,7 +2,7 @@
 
 API (issue 11; render, validate, explain, serve, bench and k8s start here):
 
-    from omni_deploy.deployment import Deployment
+    from omni_deploy.deployment.model import Deployment
 
     d = Deployment.load(name, pipeline=None, env=None)  # raises ConfigError (exit 1)
     d.name                # the file as the user named it (findings fall back to it)
@@ -31,17 +31,17 @@ Neighbours of this module, also from issue 11:
 - launch: `launch/spec.py` `launch_spec(d, LaunchOptions(...), host=, env=)` -> `LaunchSpec`
   (`.decision`, `.rendered`, `.plan(config_path)` -> `LaunchPlan`: argv, env changes, `.record()`): the one
   answer serve, `serve --dry-run`, k8s and explain take; the speaker decision behind it is
-  `resolve/speaker.py` `speaker_decision(d, platform, env=, host=, override=)`,
+  `speaker_backend/decision.py` `speaker_decision(d, platform, env=, host=, override=)`,
 - serve: `serve/prepare.py` (check -> prepare: launch spec, run directory, run record),
-  `serve/launch.py` (exec or supervise), `serve/session.py` (the command's flow); explain:
-  `explain.py`; k8s: `k8s/build.py` (launch spec + `topology/` placement -> objects),
-- finding codes: `omni_deploy/codes.py` (one line per code); each check declares the codes it
+  `serve/start.py` (exec or supervise), `serve/session.py` (the command's flow); explain:
+  `explain/explanation.py`; k8s: `k8s/build.py` (launch spec + `deployment/topology/` placement -> objects),
+- finding codes: `omni_deploy/common/codes.py` (one line per code); each check declares the codes it
   reports (`@emits`, `validate/rules.py`) and documents them in its docstring (`omni-deploy rule`),
-- exit codes: `omni_deploy/cli.py` (`EXIT_*`, one map from error type to exit code),
-- vocabulary: backend names, speaker keys and environment variables in `omni_deploy/speaker_rules.py`
-  (`Backend`, `BACKENDS`, `ENV_*`), shared defaults (model, port, timeouts) in `omni_deploy/defaults.py`,
-  `knowledge/versions.py` (`RELEASED`, `default_target_version`), `host.py` (`detect_platform`),
-  finding paths in `omni_deploy/jsonpath.py`.
+- exit codes: `omni_deploy/cli/app.py` (`EXIT_*`, one map from error type to exit code),
+- vocabulary: backend names, speaker keys and environment variables in `omni_deploy/speaker_backend/rules.py`
+  (`Backend`, `BACKENDS`, `ENV_*`), shared defaults (model, port, timeouts) in `omni_deploy/common/defaults.py`,
+  `knowledge/versions.py` (`RELEASED`, `default_target_version`), `speaker_backend/host.py` (`detect_platform`),
+  finding paths in `omni_deploy/common/jsonpath.py`.
 """
 
 from __future__ import annotations

@@ -13,16 +13,16 @@ from typing import Any
 
 from omni_deploy.config.stage_schema import PLATFORMS
 from omni_deploy.config.yaml_loader import display_path
-from omni_deploy.deployment import Deployment
-from omni_deploy.host import HostCaps
+from omni_deploy.deployment.model import Deployment
+from omni_deploy.explain.overview import overview
 from omni_deploy.integrations.report import startup_fallback
 from omni_deploy.knowledge.versions import RELEASED
 from omni_deploy.launch.options import LaunchOptions
 from omni_deploy.launch.spec import launch_spec
-from omni_deploy.resolve.overview import overview
-from omni_deploy.resolve.refprep import Preparation, reference_preparation
-from omni_deploy.resolve.speaker import SpeakerDecision
-from omni_deploy.speaker_rules import (
+from omni_deploy.speaker_backend.decision import SpeakerDecision
+from omni_deploy.speaker_backend.host import HostCaps
+from omni_deploy.speaker_backend.refprep import Preparation, reference_preparation
+from omni_deploy.speaker_backend.rules import (
     ENV_REPORT_DIR,
     ENV_VERIFIED_ONLY,
     KEY_DEVICE_SPK,
@@ -87,10 +87,10 @@ def explain(
         for p in platforms
     }
     if not host.probed:
-        # What the target release's own code can carry out (resolve/reach.py): no Code2Wav stage
+        # What the target release's own code can carry out (speaker_backend/reach.py): no Code2Wav stage
         # before 0.26.0, no plugin hook in 0.26.0, no TensorRT switch before 0.28.0.
         from omni_deploy.knowledge.target import for_host
-        from omni_deploy.resolve.reach import at_release
+        from omni_deploy.speaker_backend.reach import at_release
 
         reads = for_host(target_version or host.vllm_omni or RELEASED)
         decisions = {p: at_release(d, reads) for p, d in decisions.items()}
@@ -121,9 +121,9 @@ def _as_dict(preparation: Preparation | None) -> dict[str, Any] | None:
 
 
 def as_json(explanation: Explanation) -> str:
+    from omni_deploy.common.output.json_doc import dumps
+    from omni_deploy.common.redact import env_shown_data
     from omni_deploy.config.nodes import env_values
-    from omni_deploy.output.json_doc import dumps
-    from omni_deploy.redact import env_shown_data
 
     # A value the file took from the environment is shown as its ${oc.env:...} expression.
     return dumps(env_shown_data(explanation.result, env_values(explanation.deployment.config)))
@@ -148,8 +148,8 @@ def as_text(explanation: Explanation) -> str:
     else:
         for p, data in explanation.result["platforms"].items():
             lines += _overview_lines(p, data)
+    from omni_deploy.common.redact import env_shown
     from omni_deploy.config.nodes import env_values
-    from omni_deploy.redact import env_shown
 
     values = env_values(explanation.deployment.config)  # shown as their ${oc.env:...} expressions
     return "\n".join(
@@ -170,7 +170,7 @@ class _Table(str):
 
 def _escaped(line: str) -> str:
     """A line of explain's text with what came from files made safe (leading blank lines kept)."""
-    from omni_deploy.output.escape import for_terminal
+    from omni_deploy.common.output.escape import for_terminal
 
     body = line.lstrip("\n")
     return "\n" * (len(line) - len(body)) + for_terminal(body)
@@ -313,7 +313,7 @@ _STAGE_COLUMNS = (
 
 
 def _stage_table(stages: list[dict[str, Any]]) -> str:
-    from omni_deploy.output.tables import Column, to_text
+    from omni_deploy.common.output.tables import Column, to_text
 
     columns = [Column(title, numeric=title not in ("role", "devices")) for title, _ in _STAGE_COLUMNS]
     rows = [

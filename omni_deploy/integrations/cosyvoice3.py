@@ -17,7 +17,7 @@ from types import ModuleType
 from typing import Any
 
 from omni_deploy.integrations.takeover import take_session, wrap_once
-from omni_deploy.speaker_rules import COSYVOICE3, PROCESSOR
+from omni_deploy.speaker_backend.rules import COSYVOICE3, PROCESSOR
 
 
 def patch(module: ModuleType) -> None:

@@ -5,7 +5,7 @@ server log unless vLLM's logging hides INFO (VLLM_LOGGING_LEVEL=WARNING, VLLM_CO
 The file does not depend on logging: where OMNI_DEPLOY_SPK_REPORT_DIR names a directory (serve sets
 it to the run directory's `speaker/`), each process writes one JSON file per patched component
 there, and rewrites it when the component's backend changes (the encoder retired for good).
-`omni-deploy serve` and `explain --probe` read those files (omni_deploy.serve.speaker_report).
+`omni-deploy serve` and `explain --probe` read those files (omni_deploy.speaker_backend.server_report).
 
 Standard library only; nothing here may raise into vLLM.
 """
@@ -23,7 +23,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from omni_deploy.speaker_rules import ENV_REPORT_DIR, LOG_PREFIX, LOGGER_NAME, REPORT_MARK
+from omni_deploy.speaker_backend.rules import ENV_REPORT_DIR, LOG_PREFIX, LOGGER_NAME, REPORT_MARK
 
 WARNING_PREFIX = f"{LOG_PREFIX} "
 REPORT_SCHEMA = 1

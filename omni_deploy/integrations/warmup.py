@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from omni_deploy.defaults import SPK_WARMUP_BUDGET_S
+from omni_deploy.common.defaults import SPK_WARMUP_BUDGET_S
 from omni_deploy.integrations.takeover import WarmUp, is_cuda_error, settle
 
 ENV_BUDGET = "OMNI_DEPLOY_SPK_WARMUP_BUDGET_S"

@@ -11,14 +11,14 @@ from __future__ import annotations
 from typing import Any
 
 from omni_deploy.config.yaml_loader import display_path
-from omni_deploy.deployment import Deployment
-from omni_deploy.host import assumed_host
+from omni_deploy.deployment.model import Deployment
+from omni_deploy.deployment.topology.crossnode import edges
+from omni_deploy.deployment.topology.placement import group_stages, stage_uses
 from omni_deploy.k8s.manifests import Inputs, build_manifests
 from omni_deploy.k8s.options import CONFIG_DIR, K8sOptions
 from omni_deploy.launch.options import LaunchOptions
 from omni_deploy.launch.spec import launch_spec
-from omni_deploy.topology.crossnode import edges
-from omni_deploy.topology.placement import group_stages, stage_uses
+from omni_deploy.speaker_backend.host import assumed_host
 
 
 def build(

@@ -19,6 +19,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from omni_deploy.deployment.topology.crossnode import SHARED_MEMORY, Edge
+from omni_deploy.deployment.topology.placement import NodeGroup, StageUse
 from omni_deploy.k8s.entrypoint import container_command, supervisor_script
 from omni_deploy.k8s.options import (
     MASTER_PORT,
@@ -35,8 +37,6 @@ from omni_deploy.k8s.pod import (
     startup_failures,
 )
 from omni_deploy.k8s.policy import skip_annotations
-from omni_deploy.topology.crossnode import SHARED_MEMORY, Edge
-from omni_deploy.topology.placement import NodeGroup, StageUse
 
 Obj = dict[str, Any]
 ROLLOUT_ANNOTATION = "omni-deploy/rollout-timeout"
@@ -45,7 +45,7 @@ PULL_MARGIN = 600  # scheduling, and the pull of an image of many GiB, before th
 
 @dataclass(frozen=True)
 class Inputs:
-    """What the objects are made of, computed by the caller (see commands/k8s.py)."""
+    """What the objects are made of, computed by the caller (see cli/commands/k8s.py)."""
 
     options: K8sOptions
     config_text: str  # the rendered deploy file, byte for byte what serve writes

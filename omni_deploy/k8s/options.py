@@ -7,8 +7,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from omni_deploy import __version__, defaults
-from omni_deploy.errors import UsageProblem
+from omni_deploy import __version__
+from omni_deploy.common import defaults
+from omni_deploy.common.errors import UsageProblem
 
 # A tag of this release, never `latest`: a pod restarted next month must get the same build.
 # Nothing is published under this name; docs/kubernetes.md shows how to build and push it.

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from omni_deploy.common.errors import ConfigError
 from omni_deploy.config.nodes import Map, Node, Origin, Scalar, Seq, to_plain
-from omni_deploy.errors import ConfigError
 from omni_deploy.k8s.options import K8sOptionError, Scheduling, check_dns_label, check_dns_subdomain
 
 # Label keys and annotation keys omni-deploy sets itself: a user value would break a selector, the

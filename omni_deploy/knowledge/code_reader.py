@@ -31,8 +31,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from omni_deploy import guarded
-from omni_deploy.errors import OmniDeployError
+from omni_deploy.common import guarded
+from omni_deploy.common.errors import OmniDeployError
 
 STAGE_CONFIG = "vllm_omni/config/stage_config.py"
 LEGACY_LOADER = "vllm_omni/entrypoints/utils.py"

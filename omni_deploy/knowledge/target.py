@@ -190,7 +190,7 @@ def _cached_payload(path: Path) -> dict[str, Any] | None:
 
     The cache is a convenience: a file cut short, edited, or replaced by a FIFO or a link to a
     device is never trusted and never blocks; it is rewritten from the tree."""
-    from omni_deploy import guarded
+    from omni_deploy.common import guarded
 
     try:
         payload = json.loads(guarded.read_text(path, str(path), 16 * 1024 * 1024))
@@ -234,7 +234,7 @@ def _cache_dir() -> Path:
 
 def for_host(version: str) -> TargetReads:
     """What `version` reads, with the installed vllm-omni (if any) consulted for unreleased code."""
-    from omni_deploy.bundled import installed_version, installed_vllm_omni_dir
+    from omni_deploy.common.bundled import installed_version, installed_vllm_omni_dir
 
     package = installed_vllm_omni_dir()
     return resolve_target(version, installed_version("vllm-omni"), package.parent if package else None)

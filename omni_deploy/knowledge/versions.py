@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from omni_deploy.bundled import installed_version
+from omni_deploy.common.bundled import installed_version
 
 # Releases that ship deploy YAMLs, oldest first: the ones `omni_deploy.knowledge.generate` reads
 # (0.18.0 and older have no deploy/ folder). Add the next release here, then regenerate.

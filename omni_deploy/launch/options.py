@@ -6,10 +6,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from omni_deploy import defaults
-from omni_deploy.errors import UsageProblem
-from omni_deploy.numbers import MAX_DIGITS
-from omni_deploy.speaker_rules import Backend
+from omni_deploy.common import defaults
+from omni_deploy.common.errors import UsageProblem
+from omni_deploy.common.numbers import MAX_DIGITS
+from omni_deploy.speaker_backend.rules import Backend
 
 
 class PlanError(UsageProblem):

@@ -11,10 +11,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from omni_deploy.common.redact import redact_argv, redact_env
 from omni_deploy.launch.options import LaunchOptions
-from omni_deploy.redact import redact_argv, redact_env
-from omni_deploy.resolve.speaker import SpeakerDecision
-from omni_deploy.speaker_rules import (
+from omni_deploy.speaker_backend.decision import SpeakerDecision
+from omni_deploy.speaker_backend.rules import (
     ENV_BACKEND,
     ENV_RAY_EXTRA_VARS,
     ENV_REPORT_DIR,

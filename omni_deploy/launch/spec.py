@@ -17,12 +17,12 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from omni_deploy.config.nodes import to_plain
-from omni_deploy.deployment import Deployment
-from omni_deploy.host import HostCaps
+from omni_deploy.deployment.model import Deployment
 from omni_deploy.launch.options import LaunchOptions, check_passthrough
 from omni_deploy.launch.plan import LaunchPlan, build_plan
 from omni_deploy.launch.render import RenderedConfig, render_deploy_config
-from omni_deploy.resolve.speaker import SpeakerDecision, ray_stages, speaker_decision
+from omni_deploy.speaker_backend.decision import SpeakerDecision, ray_stages, speaker_decision
+from omni_deploy.speaker_backend.host import HostCaps
 
 
 @dataclass

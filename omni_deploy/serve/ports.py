@@ -15,8 +15,8 @@ import shlex
 import socket
 from pathlib import Path
 
-from omni_deploy.errors import OmniDeployError
-from omni_deploy.redact import redact_argv
+from omni_deploy.common.errors import OmniDeployError
+from omni_deploy.common.redact import redact_argv
 
 _LISTEN = "0A"
 

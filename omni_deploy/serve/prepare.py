@@ -15,15 +15,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from omni_deploy.deployment import Deployment
-from omni_deploy.host import HostCaps
+from omni_deploy.common.redact import redact_env
+from omni_deploy.deployment.model import Deployment
 from omni_deploy.launch.plan import LaunchPlan
 from omni_deploy.launch.spec import LaunchSpec, launch_spec
-from omni_deploy.redact import redact_env
-from omni_deploy.resolve.speaker import SpeakerDecision
 from omni_deploy.serve.preflight import Preflight, Refusal, run_preflight
 from omni_deploy.serve.request import ServeRequest
 from omni_deploy.serve.rundir import REPORT_SUBDIR, make_run_dir, write_new, write_record
+from omni_deploy.speaker_backend.decision import SpeakerDecision
+from omni_deploy.speaker_backend.host import HostCaps
 from omni_deploy.validate.context import Options
 from omni_deploy.validate.runner import FileReport, validate_file
 
@@ -179,7 +179,7 @@ def dry_run_text(prepared: Prepared, fmt: str, platform: str = "", outcome: str 
     plan, decision, refusals = prepared.plan, prepared.decision, prepared.preflight.refusals
     config = str(prepared.config_path) if prepared.config_path is not None else None
     if fmt == "json":
-        from omni_deploy.output.json_doc import dumps
+        from omni_deploy.common.output.json_doc import dumps
 
         out = {
             "argv": plan.shown_argv,

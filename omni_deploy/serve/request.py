@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from omni_deploy import defaults
+from omni_deploy.common import defaults
 from omni_deploy.launch.options import LaunchOptions
 
 

@@ -2,7 +2,7 @@
 
 Private to the user (directories 0700, files 0600): the record and the log can hold hosts,
 paths and whatever the server prints. Every file is created with O_EXCL|O_NOFOLLOW
-(omni_deploy.safe_write), so a symlink planted in the directory, even a dangling one, is never
+(omni_deploy.common.safe_write), so a symlink planted in the directory, even a dangling one, is never
 written through; the record is rewritten atomically (a fresh temporary name, then a rename). Path
 lengths are checked before anything is created, so a name the file system cannot hold leaves no
 half-made folder behind. Two runs given the same --run-dir: the second is told so, never a crash.
@@ -17,9 +17,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from omni_deploy import guarded
-from omni_deploy.errors import OmniDeployError, UsageProblem
-from omni_deploy.safe_write import create_new, open_new, replace_atomic
+from omni_deploy.common import guarded
+from omni_deploy.common.errors import OmniDeployError, UsageProblem
+from omni_deploy.common.safe_write import create_new, open_new, replace_atomic
 
 
 class RunDirError(OmniDeployError):

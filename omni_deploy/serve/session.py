@@ -10,13 +10,13 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from omni_deploy.errors import NoAccelerator
-from omni_deploy.host import VENDOR_TOOLS, detect_platform, probe_host
+from omni_deploy.common.errors import NoAccelerator
 from omni_deploy.knowledge.versions import default_target_version
-from omni_deploy.serve.launch import exec_server, supervise
 from omni_deploy.serve.ports import PortInUse, check_port_free
 from omni_deploy.serve.prepare import check, decide, dry_run_text, real_run_outcome, refusal_lines, write_run
 from omni_deploy.serve.request import ServeRequest
+from omni_deploy.serve.start import exec_server, supervise
+from omni_deploy.speaker_backend.host import VENDOR_TOOLS, detect_platform, probe_host
 from omni_deploy.validate.report import text as report_text
 
 Echo = Callable[[str, bool], None]  # (text, to stderr)
@@ -60,7 +60,7 @@ def _port_taken(host: str, port: int) -> str | None:
 
 def escaping(echo: Echo) -> Echo:
     """`echo` with every line made safe for a terminal (paths, names and values come from files)."""
-    from omni_deploy.output.escape import for_terminal
+    from omni_deploy.common.output.escape import for_terminal
 
     def safe_echo(text: str, err: bool) -> None:
         echo("\n".join(for_terminal(line) for line in text.split("\n")), err)
@@ -95,7 +95,7 @@ def run_serve(asked: ServeRequest, echo: Echo) -> int:
     prepared = decide(
         request, report.deployment, probe_host(), env, lambda w: echo(f"omni-deploy: warning: {w}", True)
     )
-    from omni_deploy.redact import register, secret_values
+    from omni_deploy.common.redact import register, secret_values
 
     register(secret_values(prepared.plan.argv, prepared.plan.env_changes))
     deploy_file = str(report.deployment.top)

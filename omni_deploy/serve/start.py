@@ -11,14 +11,14 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from omni_deploy.errors import Interrupted, OmniDeployError, ProcessExited, ReadinessTimeout
+from omni_deploy.common.errors import Interrupted, OmniDeployError, ProcessExited, ReadinessTimeout
+from omni_deploy.common.redact import environment_secrets, secret_values
 from omni_deploy.launch.plan import LaunchPlan
-from omni_deploy.redact import environment_secrets, secret_values
 from omni_deploy.serve.prepare import Prepared
 from omni_deploy.serve.rundir import REPORT_SUBDIR, add_to_record
-from omni_deploy.serve.speaker_report import read_report, summary_lines
 from omni_deploy.serve.supervise import Supervisor, local_url
-from omni_deploy.speaker_rules import MINICPMO, MODELS
+from omni_deploy.speaker_backend.rules import MINICPMO, MODELS
+from omni_deploy.speaker_backend.server_report import read_report, summary_lines
 
 
 def exec_server(plan: LaunchPlan, env: dict[str, str]) -> None:
@@ -42,7 +42,7 @@ def supervise(
     """Run the server until it exits; a clean exit returns, anything else raises a mapped error."""
     plan, directory = prepared.plan, prepared.directory
     assert plan is not None and directory is not None
-    from omni_deploy.output.progress import WaitReport
+    from omni_deploy.common.output.progress import WaitReport
 
     supervisor = Supervisor(
         plan.argv,

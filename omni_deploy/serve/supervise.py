@@ -237,7 +237,7 @@ class _Pump:
     dropped: int = 0
 
     def emit(self, raw: bytes, cut: bool = False) -> None:
-        from omni_deploy.redact import scrub, without_partial_secret
+        from omni_deploy.common.redact import scrub, without_partial_secret
 
         text = raw.decode("utf-8", "replace").rstrip("\r")
         if cut:  # a secret the cut fell inside must not leave its first half behind
@@ -324,7 +324,7 @@ class Supervisor:
     _next_reap: float = 0.0
 
     def say(self, message: str) -> None:
-        from omni_deploy.output.escape import for_terminal  # it quotes what the server answered
+        from omni_deploy.common.output.escape import for_terminal  # it quotes what the server answered
 
         # The terminal may be gone (SIGHUP): supervising matters more than being heard.
         with contextlib.suppress(OSError, ValueError):
@@ -562,7 +562,7 @@ class Supervisor:
                 self.terminate_tree()
                 return EXIT_SERVER_ERROR
             if self.on_wait is not None:
-                from omni_deploy.output.escape import for_terminal  # model ids come from the server
+                from omni_deploy.common.output.escape import for_terminal  # model ids come from the server
 
                 self.on_wait(time.monotonic() - started, for_terminal(answer))
             self._wake.wait(self.poll_interval)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from omni_deploy import guarded  # standard library only: the speaker side stays apart from config
+from omni_deploy.common import guarded  # standard library only: the speaker side stays apart from config
 
 MAX_WAV_BYTES = 256 * 1024 * 1024  # a reference voice is seconds long; this is over 20 minutes
 # What a header may claim, checked before anything is allocated for it: a 1 Hz header resampled to

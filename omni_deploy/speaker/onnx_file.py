@@ -1,6 +1,6 @@
 """Open campplus.onnx once, guarded, for both readers of it (our loader and ONNX Runtime).
 
-The file is read through omni_deploy.guarded (a regular file, at most MAX_MODEL_BYTES: a FIFO or
+The file is read through omni_deploy.common.guarded (a regular file, at most MAX_MODEL_BYTES: a FIFO or
 `/dev/zero` is a message, never a hang). A tensor may keep its data in another file
 ("external data"); its location must be a relative path that stays inside the model's folder
 (after symlinks) and names a regular file: `/etc/passwd`, `/dev/zero` or `../x` are refused.
@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from omni_deploy import guarded
+from omni_deploy.common import guarded
 
 MAX_MODEL_BYTES = 1024 * 1024 * 1024  # campplus.onnx is 28 MB; a stand-in about the same
 

@@ -1,6 +1,6 @@
 """Where MiniCPM-o 4.5's Code2Wav computes CAM++ speaker embeddings, in what precision, and why.
 
-The rules themselves are `omni_deploy.speaker_rules.choose`, the function omni-deploy's vLLM plugin
+The rules themselves are `omni_deploy.speaker_backend.rules.choose`, the function omni-deploy's vLLM plugin
 applies inside the Code2Wav stage; this module feeds it the deploy file's settings and the stage's
 environment (the process environment plus the stage's `runtime.env` from the file) and adds what
 the plugin cannot know beforehand: where each setting came from (file:line:col), what this host can
@@ -15,13 +15,13 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from omni_deploy.common.install_hint import install_hint
 from omni_deploy.config.nodes import Map, Node, Scalar, child_path, to_plain
-from omni_deploy.host import HostCaps
-from omni_deploy.install_hint import install_hint
 from omni_deploy.knowledge.keys import by_place
 from omni_deploy.knowledge.pipelines import PipelineInfo
 from omni_deploy.knowledge.versions import RELEASED
-from omni_deploy.speaker_rules import (
+from omni_deploy.speaker_backend.host import HostCaps
+from omni_deploy.speaker_backend.rules import (
     CPU_ORT,
     CUDA_TORCH,
     DECISION_ENV,
@@ -47,7 +47,7 @@ from omni_deploy.speaker_rules import (
 )
 
 if TYPE_CHECKING:
-    from omni_deploy.deployment import Deployment
+    from omni_deploy.deployment.model import Deployment
 
 __all__ = [
     "CPU_ORT",
@@ -103,7 +103,7 @@ class Setting:
 
 def _setting(extra: Map | None, path: str, name: str) -> Setting:
     """The knob as set in the Code2Wav extra, else its default from the knowledge table (which takes
-    the three speaker keys' defaults from speaker_rules, the plugin's table)."""
+    the three speaker keys' defaults from speaker_backend.rules, the plugin's table)."""
     node: Node | None = extra.get(name) if extra is not None else None
     if isinstance(node, Scalar):
         return Setting(child_path(path, name), node.value, str(node.origin), True)
@@ -173,7 +173,7 @@ def speaker_decision(
     override: Backend | None = None,
 ) -> SpeakerDecision:
     """The effective speaker backend of the Code2Wav stage on `platform`, and why (for CosyVoice3,
-    GLM-TTS and Ming-TTS, of the component that embeds: `speaker_models.model_decision`).
+    GLM-TTS and Ming-TTS, of the component that embeds: `other_models.model_decision`).
 
     Gathers its own inputs from the Deployment: the pipeline, the Code2Wav extra and its path, and
     the environment the file gives that stage (the platform view's stage `env`). `env` is the
@@ -182,7 +182,7 @@ def speaker_decision(
     """
     model = MODELS.get(deployment.pipeline.name or "")
     if model is not None and model is not MINICPMO:
-        from omni_deploy.resolve.speaker_models import model_decision
+        from omni_deploy.speaker_backend.other_models import model_decision
 
         return model_decision(model, deployment, platform, env=env, host=host, override=override)
     known = deployment.pipeline.known
@@ -422,7 +422,7 @@ def plugin_cannot_act(host: HostCaps, model: Model, env: Mapping[str, str], warn
 def ray_stages(deployment: Deployment, platform: str) -> dict[int, str]:
     """Stages whose model runs in Ray workers (`distributed_executor_backend: ray`, on the stage or
     pipeline-wide) in `platform`'s view, with where that was set."""
-    from omni_deploy.errors import OmniDeployError
+    from omni_deploy.common.errors import OmniDeployError
 
     try:
         view = deployment.on(platform)
@@ -468,7 +468,7 @@ def ray_env_warnings(
 def _code2wav_stage_env(deployment: Deployment, platform: str) -> dict[str, StageEnv]:
     """`_stage_env` of the Code2Wav stage in `platform`'s view of the file, as vllm-omni spawns it;
     empty when the file cannot be applied for that platform (validate reports why)."""
-    from omni_deploy.errors import OmniDeployError
+    from omni_deploy.common.errors import OmniDeployError
 
     known = deployment.pipeline.known
     if known is None or known.code2wav_stage is None:

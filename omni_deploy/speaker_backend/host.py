@@ -16,10 +16,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from omni_deploy import guarded
-from omni_deploy.bundled import installed_version, installed_version_problem, installed_vllm_omni_dir
+from omni_deploy.common import guarded
+from omni_deploy.common.bundled import installed_version, installed_version_problem, installed_vllm_omni_dir
 from omni_deploy.knowledge.versions import major_minor
-from omni_deploy.speaker_rules import (
+from omni_deploy.speaker_backend.rules import (
     CODE2WAV_MODULE,
     ENV_REPORT_DIR,
     ENV_VERIFIED_ONLY,

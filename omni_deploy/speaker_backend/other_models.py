@@ -1,6 +1,6 @@
 """Where CosyVoice3, GLM-TTS and Ming-TTS compute CAM++ speaker embeddings in vllm-omni 0.30.0, and
-why: the same decision `resolve.speaker` makes for MiniCPM-o 4.5's Code2Wav, for the other models
-omni-deploy's plugin gives the CUDA path (`speaker_rules.MODELS`, `speaker_rules.choose_for`).
+why: the same decision `speaker_backend.decision` makes for MiniCPM-o 4.5's Code2Wav, for the other models
+omni-deploy's plugin gives the CUDA path (`speaker_backend.rules.MODELS`, `speaker_backend.rules.choose_for`).
 
 - Ming-TTS embeds in its stage-0 process: the deploy file decides (`ming_device_spk` in the extra
   of that stage's connector to stage 1, default true), env OMNI_DEPLOY_SPK_BACKEND in that stage's
@@ -15,10 +15,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from omni_deploy.common.errors import OmniDeployError
 from omni_deploy.config.nodes import Map, Scalar, child_path
-from omni_deploy.errors import OmniDeployError
-from omni_deploy.host import HostCaps
-from omni_deploy.resolve.speaker import (
+from omni_deploy.speaker_backend.decision import (
     Fallback,
     Reason,
     SpeakerDecision,
@@ -28,7 +27,8 @@ from omni_deploy.resolve.speaker import (
     ray_env_warnings,
     ray_stages,
 )
-from omni_deploy.speaker_rules import (
+from omni_deploy.speaker_backend.host import HostCaps
+from omni_deploy.speaker_backend.rules import (
     COSYVOICE3,
     CPU_ORT,
     CUDA_TORCH,
@@ -48,7 +48,7 @@ from omni_deploy.speaker_rules import (
 )
 
 if TYPE_CHECKING:
-    from omni_deploy.deployment import Deployment
+    from omni_deploy.deployment.model import Deployment
 
 PROCESSOR_ENV = (ENV_PROCESSOR, ENV_TF32)
 STAGE_ENV = (ENV_BACKEND, ENV_TF32)

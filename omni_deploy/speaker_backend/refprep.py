@@ -2,9 +2,9 @@
 stage's GPU (omni-deploy's plugin, `token2wav_device_prepare`) or one by one (vllm-omni's own
 `_prepare_prompt`).
 
-The rule is `omni_deploy.speaker_rules.choose_prepare`, the function the plugin applies in the
+The rule is `omni_deploy.speaker_backend.rules.choose_prepare`, the function the plugin applies in the
 stage; this module feeds it the deploy file's setting and the speaker decision as carried out
-(resolve/speaker.py, then resolve/reach.py for the target release): the batched pass embeds through
+(speaker_backend/decision.py, then speaker_backend/reach.py for the target release): the batched pass embeds through
 the plugin's CUDA CAM++ encoder, so it runs only where the plugin provides that path.
 """
 
@@ -15,11 +15,11 @@ from typing import TYPE_CHECKING, Any
 
 from omni_deploy.config.nodes import Scalar, child_path, to_plain
 from omni_deploy.knowledge.keys import by_place
-from omni_deploy.speaker_rules import CUDA_TORCH, KEY_DEVICE_PREPARE, choose_prepare
+from omni_deploy.speaker_backend.rules import CUDA_TORCH, KEY_DEVICE_PREPARE, choose_prepare
 
 if TYPE_CHECKING:
-    from omni_deploy.deployment import Deployment
-    from omni_deploy.resolve.speaker import SpeakerDecision
+    from omni_deploy.deployment.model import Deployment
+    from omni_deploy.speaker_backend.decision import SpeakerDecision
 
 BATCHED, PER_VOICE = "batched", "per-voice"
 

@@ -48,7 +48,7 @@ def reach_point(top: Path, text: str | None = None) -> tuple[int, int]:
     are reached; (0, 0) where there is none to read."""
     import re
 
-    from omni_deploy import guarded
+    from omni_deploy.common import guarded
 
     try:
         lines = (guarded.read_text(str(top)) if text is None else text).splitlines()

@@ -6,7 +6,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import replace
 
-from omni_deploy import codes, jsonpath
+from omni_deploy.common import codes, jsonpath
 from omni_deploy.config.nodes import Map, Node, Origin, Scalar, Seq, to_plain
 from omni_deploy.config.platform import PlatformApplied
 from omni_deploy.validate import blame

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from omni_deploy import codes, jsonpath
+from omni_deploy.common import codes, jsonpath
 from omni_deploy.config.nodes import Entry, Map, Scalar, child_path
 from omni_deploy.knowledge.target import TargetReads
 from omni_deploy.validate.check_topology import wired_connectors

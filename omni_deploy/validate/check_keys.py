@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from omni_deploy import codes, jsonpath
-from omni_deploy.codes import Code
+from omni_deploy.common import codes, jsonpath
+from omni_deploy.common.codes import Code
 from omni_deploy.config.nodes import Entry, Map, Node, Origin, Seq, child_path, stage_path
 from omni_deploy.config.stage_schema import PLATFORMS
 from omni_deploy.knowledge.keys import NPU_GRAPH_KEYS

@@ -6,8 +6,8 @@ The loader itself lives in config/ (below validate); this step owns and document
 
 from __future__ import annotations
 
-from omni_deploy import codes
-from omni_deploy.deployment import Deployment
+from omni_deploy.common import codes
+from omni_deploy.deployment.model import Deployment
 from omni_deploy.validate.context import Options
 from omni_deploy.validate.rules import emits
 

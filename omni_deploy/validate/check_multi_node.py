@@ -1,12 +1,12 @@
 """validate --gpus-per-node (and k8s, which validates with its own): what cannot work when the
-stages are spread over nodes of that size (placement and edges from topology/)."""
+stages are spread over nodes of that size (placement and edges from deployment/topology/)."""
 
 from __future__ import annotations
 
-from omni_deploy import codes, jsonpath
+from omni_deploy.common import codes, jsonpath
 from omni_deploy.config.nodes import to_plain
-from omni_deploy.topology.crossnode import cross_node_problems
-from omni_deploy.topology.placement import PlacementError, group_stages, stage_uses
+from omni_deploy.deployment.topology.crossnode import cross_node_problems
+from omni_deploy.deployment.topology.placement import PlacementError, group_stages, stage_uses
 from omni_deploy.validate.context import Context
 from omni_deploy.validate.findings import Finding, at
 from omni_deploy.validate.rules import emits
@@ -15,7 +15,7 @@ from omni_deploy.validate.rules import emits
 @emits(codes.E390, codes.E391)
 def check_multi_node(ctx: Context) -> list[Finding]:
     """validate --gpus-per-node (and k8s, which validates with its node size): what cannot work when
-    the stages are spread over nodes of that size (placement and edges from topology/).
+    the stages are spread over nodes of that size (placement and edges from deployment/topology/).
 
     E390:
         What it does: places whole stages, in stage order, on nodes of --gpus-per-node GPUs and

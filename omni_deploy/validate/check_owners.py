@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from omni_deploy import codes, jsonpath
+from omni_deploy.common import codes, jsonpath
 from omni_deploy.config.nodes import Map, Origin, Scalar, to_plain
 from omni_deploy.config.stage_schema import RESERVED_STAGE_KEYS
 from omni_deploy.validate.check_pipeline import target_pipeline, target_stages

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from omni_deploy import codes
+from omni_deploy.common import codes
 from omni_deploy.config.nodes import Scalar
 from omni_deploy.knowledge.pipelines import infer_registered
 from omni_deploy.validate.context import Context

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from omni_deploy import codes, jsonpath
+from omni_deploy.common import codes, jsonpath
 from omni_deploy.config.nodes import Map, Scalar, child_path, stage_path
 from omni_deploy.knowledge.keys import CUDA_ONLY_CODE2WAV, NPU_GRAPH_KEYS
 from omni_deploy.validate.context import Context

@@ -1,6 +1,6 @@
 """The server check's verdict as findings: what vllm-omni's own start-up config code refused.
 
-`run_server_check` runs the child once for every file validate was given (omni_deploy/server_check/);
+`run_server_check` runs the child once for every file validate was given (omni_deploy/validate/server_check/);
 `check_server` reports, for one file, each refusal at the place its message names (E395), each
 connector set-up failure upstream swallows (E396), and, under `--server-check on`, a check that
 could not run or could not decide the file (E397).
@@ -8,14 +8,24 @@ could not run or could not decide the file (E397).
 
 from __future__ import annotations
 
-from omni_deploy import codes
-from omni_deploy.deployment import Deployment
+from omni_deploy.common import codes
+from omni_deploy.deployment.model import Deployment
 from omni_deploy.knowledge.pipelines import infer_registered
-from omni_deploy.server_check.locate import places
-from omni_deploy.server_check.run import AUTO, OFF, ON, REQUIRE, FileVerdict, Job, Refusal, ServerRun, check
 from omni_deploy.validate.context import Context, Options
 from omni_deploy.validate.findings import Finding, at
 from omni_deploy.validate.rules import emits
+from omni_deploy.validate.server_check.locate import places
+from omni_deploy.validate.server_check.run import (
+    AUTO,
+    OFF,
+    ON,
+    REQUIRE,
+    FileVerdict,
+    Job,
+    Refusal,
+    ServerRun,
+    check,
+)
 
 _HINT = "found by running vllm-omni's own start-up config code (the server check)"
 

@@ -5,7 +5,7 @@ engine_args."""
 
 from __future__ import annotations
 
-from omni_deploy import codes, jsonpath
+from omni_deploy.common import codes, jsonpath
 from omni_deploy.config.nodes import Map, Scalar, Seq, child_path, to_plain
 from omni_deploy.validate.context import Context
 from omni_deploy.validate.findings import Finding, at

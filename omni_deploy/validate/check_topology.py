@@ -6,7 +6,7 @@ import json
 import re
 from collections.abc import Hashable
 
-from omni_deploy import codes, jsonpath
+from omni_deploy.common import codes, jsonpath
 from omni_deploy.config.merge import DEEP_MERGE_KEYS
 from omni_deploy.config.nodes import Entry, Map, Node, Origin, Scalar, Seq, child_path, path_string, to_plain
 from omni_deploy.knowledge.keys import CODE2WAV, NO_DEFAULT, by_place

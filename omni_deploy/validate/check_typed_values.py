@@ -5,7 +5,7 @@ release's own code (knowledge/facts.py) and applies only where start-up builds t
 
 from __future__ import annotations
 
-from omni_deploy import codes, jsonpath
+from omni_deploy.common import codes, jsonpath
 from omni_deploy.config.nodes import Map, Node, Scalar, to_plain
 from omni_deploy.config.platform import PlatformApplied
 from omni_deploy.validate.context import Context

@@ -7,10 +7,10 @@ from functools import cached_property
 from pathlib import Path
 
 from omni_deploy.config.platform import PlatformApplied
-from omni_deploy.deployment import Deployment
+from omni_deploy.deployment.model import Deployment
 from omni_deploy.knowledge.target import TargetReads
 from omni_deploy.knowledge.versions import RELEASED
-from omni_deploy.server_check.run import ServerRun
+from omni_deploy.validate.server_check.run import ServerRun
 
 
 @dataclass(frozen=True)
@@ -34,7 +34,7 @@ class Options:
     # main checkout that is not installed.
     vllm_omni_source: Path | None = None
     ignore: frozenset[str] = frozenset()  # finding codes to leave out (--ignore, project settings)
-    # The server check (omni_deploy/server_check/): vllm-omni's own start-up config code run in a
+    # The server check (omni_deploy/validate/server_check/): vllm-omni's own start-up config code run in a
     # child process. off for the library and the commands that only preflight; validate passes auto
     # (run when the serving environment's vllm-omni is the target) or on (not running is an error).
     server_check: str = "off"
@@ -71,8 +71,8 @@ class Context:
 def model_shape_from_config(path: Path) -> ModelShape:
     """Bytes per Talker token from a MiniCPM-o config.json (its `tts_config`); ValueError says
     what is wrong with a file that cannot give it (read through the guarded JSON reader)."""
+    from omni_deploy.common.errors import ConfigError
     from omni_deploy.config.safe_read import read_json
-    from omni_deploy.errors import ConfigError
 
     try:
         data = read_json(path)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from omni_deploy.codes import ERROR, INFO, WARNING, Code
+from omni_deploy.common.codes import ERROR, INFO, WARNING, Code
 from omni_deploy.config.nodes import Origin
 
 __all__ = ["ERROR", "INFO", "WARNING", "Finding", "Fix", "at", "renaming"]
@@ -64,7 +64,7 @@ class Finding:
     def text(self) -> str:
         """One line for people; every part from a file goes through output.escape.for_terminal
         (a path, key or value cannot start a line, move the cursor or run a workflow command)."""
-        from omni_deploy.output.escape import for_terminal as safe
+        from omni_deploy.common.output.escape import for_terminal as safe
 
         where = f"{safe(self.file)}:{self.line}:{self.column}" if self.line else safe(self.file)
         hint = f" ({safe(self.hint)})" if self.hint else ""

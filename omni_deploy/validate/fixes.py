@@ -4,14 +4,14 @@ An edit replaces the exact text a fix names at its line and column and nothing e
 comments, blank lines, quoting, line endings and indentation stay as they were. A fix whose text
 is no longer at its place (the file changed since it was checked), or that overlaps another, is
 left out, never guessed. Whether the fixed text may be written is decided by the caller after it
-validated that text (commands/validate.py); this module only edits strings.
+validated that text (cli/commands/validate.py); this module only edits strings.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from omni_deploy.output.frames import LINE_BREAK
+from omni_deploy.common.output.frames import LINE_BREAK
 from omni_deploy.validate.findings import Finding, Fix
 
 

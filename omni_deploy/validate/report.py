@@ -14,11 +14,11 @@ from pathlib import Path
 from typing import Any
 
 from omni_deploy import __version__
-from omni_deploy.output import escape
-from omni_deploy.output.json_doc import dumps
-from omni_deploy.server_check.run import ServerRun
+from omni_deploy.common.output import escape
+from omni_deploy.common.output.json_doc import dumps
 from omni_deploy.validate.findings import ERROR, INFO, WARNING, Finding
 from omni_deploy.validate.runner import FileReport
+from omni_deploy.validate.server_check.run import ServerRun
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 _SARIF_LEVEL: dict[str, str] = {ERROR: "error", WARNING: "warning", INFO: "note"}
@@ -36,11 +36,11 @@ class Rule:
 
 
 def _rule(code_id: str) -> Rule:
-    from omni_deploy.codes import CODES
+    from omni_deploy.common.codes import CODES
 
     code = CODES.get(code_id)
-    if code is None:  # tests/test_codes.py keeps this from happening; say so rather than crash
-        return Rule(code_id, "warning", "finding code missing from omni_deploy/codes.py")
+    if code is None:  # tests/common/test_codes.py keeps this from happening; say so rather than crash
+        return Rule(code_id, "warning", "finding code missing from omni_deploy/common/codes.py")
     example = f"tests/data/{code.example}"
     text = (
         f"{code.summary}.\n\nEvery omni-deploy finding code is listed in docs/findings.md; "
@@ -58,7 +58,7 @@ def _server_run(reports: list[FileReport]) -> ServerRun | None:
 
 
 def visible_line(line: str) -> str:
-    from omni_deploy.output.frames import visible
+    from omni_deploy.common.output.frames import visible
 
     return visible(line)
 
@@ -114,15 +114,15 @@ class _Painter:
 
 class _Sources:
     """Each file's lines, read once, for the code frames (a file that cannot be read has none, nor
-    one that does not read as a deploy file: output/frames.frame_lines; lines pass the redactor)."""
+    one that does not read as a deploy file: common/output/frames.frame_lines; lines pass the redactor)."""
 
     def __init__(self, given: dict[str, str]) -> None:
         self._lines: dict[str, list[str]] = {name: _frame_lines(text) for name, text in given.items()}
 
     def lines(self, file: str) -> list[str]:
         if file not in self._lines:
+            from omni_deploy.common.errors import ConfigError
             from omni_deploy.config.safe_read import read_text
-            from omni_deploy.errors import ConfigError
 
             try:
                 self._lines[file] = _frame_lines(read_text(Path(file)))
@@ -132,8 +132,8 @@ class _Sources:
 
 
 def _frame_lines(text: str) -> list[str]:
+    from omni_deploy.common.output.frames import frame_lines
     from omni_deploy.knowledge.keys import by_place
-    from omni_deploy.output.frames import frame_lines
 
     return frame_lines(text, {*by_place("top"), "stage_id"})  # stage_id: a bare list of stages (E104)
 
@@ -194,7 +194,7 @@ def _wrap(text: str, width: int | None, indent: int) -> list[str]:
 
 
 def _finding_lines(finding: Finding, sources: _Sources, paint: _Painter, width: int | None) -> list[str]:
-    from omni_deploy.output.frames import frame, visible
+    from omni_deploy.common.output.frames import frame, visible
 
     head = f"{finding.severity}[{finding.code}]"
     lines = _wrap(f"{head}: {visible(finding.message)}", width, 2)
@@ -231,7 +231,7 @@ def statistics(reports: list[FileReport], paint: _Painter | None = None) -> list
     """One line per code: how often, its severity, [*] when --fix can fix it, its summary."""
     from collections import Counter
 
-    from omni_deploy.codes import CODES
+    from omni_deploy.common.codes import CODES
 
     paint = paint or _Painter(False)
     findings = list(dict.fromkeys(f for r in reports for f in r.findings))
@@ -256,7 +256,7 @@ def text(reports: list[FileReport], options: TextOptions | None = None) -> str:
     if opts.statistics:
         lines += statistics(reports, paint)
     else:
-        from omni_deploy.output.frames import visible
+        from omni_deploy.common.output.frames import visible
 
         sources = _Sources(opts.sources)
         for file, group in _grouped(reports).items():

@@ -10,7 +10,7 @@ import textwrap
 from functools import cache
 from pathlib import Path
 
-from omni_deploy.codes import CODES
+from omni_deploy.common.codes import CODES
 from omni_deploy.validate.check_load import load_deployment
 from omni_deploy.validate.rules import RuleDoc, rule_docs
 from omni_deploy.validate.runner import CHECKS
@@ -57,11 +57,11 @@ def _run_example(code: str, example: str) -> list[str]:
     import shutil
     import tempfile
 
-    from omni_deploy.bundled import default_deploy_file
-    from omni_deploy.server_check.run import OFF
+    from omni_deploy.common.bundled import default_deploy_file
     from omni_deploy.validate.example_options import example_options
     from omni_deploy.validate.report import drawn
     from omni_deploy.validate.runner import validate_file
+    from omni_deploy.validate.server_check.run import OFF
 
     with tempfile.TemporaryDirectory() as folder:
         where = Path(folder)
@@ -145,7 +145,7 @@ def findings_markdown() -> str:
         "gives validate's options.",
         "",
         "Each finding names a file:line:col and a path into the deploy file, spelt as JSONPath",
-        "(RFC 9535, built by `omni_deploy/jsonpath.py`): `$.stages[0]` is the first entry as written,",
+        "(RFC 9535, built by `omni_deploy/common/jsonpath.py`): `$.stages[0]` is the first entry as written,",
         "`$.stages[?@.stage_id==1]` the stage whose stage_id is 1 after merging, `$.connectors.NAME.extra`",
         "a connector's extra, `$['odd key']` a key that is not a plain name.",
     ]

@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from omni_deploy.codes import CODES, Code
+from omni_deploy.common.codes import CODES, Code
 
 F = TypeVar("F", bound=Callable[..., Any])
 FIELDS = ("What it does", "Why", "Fails", "Passes")

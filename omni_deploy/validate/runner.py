@@ -11,10 +11,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from omni_deploy.common.errors import ConfigError
 from omni_deploy.config.nodes import env_values
-from omni_deploy.deployment import Deployment
-from omni_deploy.errors import ConfigError
-from omni_deploy.server_check.run import ServerRun
+from omni_deploy.deployment.model import Deployment
 from omni_deploy.validate import blame, suppress
 from omni_deploy.validate.check_capacity import (
     check_batched_tokens,
@@ -41,6 +40,7 @@ from omni_deploy.validate.context import Context, Options
 from omni_deploy.validate.findings import ERROR, WARNING, Finding
 from omni_deploy.validate.rules import require_declared
 from omni_deploy.validate.schema_check import check_schema
+from omni_deploy.validate.server_check.run import ServerRun
 
 CHECKS: list[Callable[[Context], list[Finding]]] = [
     check_schema,
@@ -191,7 +191,7 @@ def _without_env_values(findings: list[Finding], values: dict[str, str]) -> list
     a CI secret by putting it where a number belongs."""
     if not values:
         return findings
-    from omni_deploy.redact import env_shown
+    from omni_deploy.common.redact import env_shown
 
     return [
         replace(

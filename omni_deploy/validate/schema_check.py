@@ -6,7 +6,7 @@ import math
 from functools import cache
 from typing import Any
 
-from omni_deploy import codes
+from omni_deploy.common import codes
 from omni_deploy.config.nodes import Map, Scalar, locate, path_string, to_plain
 from omni_deploy.validate.context import Context
 from omni_deploy.validate.findings import Finding, at

@@ -17,7 +17,7 @@ _COMMENT = re.compile(r"#\s*omni-deploy:\s*ignore\[([A-Za-z0-9,\s]+)\]")
 
 def _line_codes(file: str, text: str | None = None) -> dict[int, frozenset[str]]:
     """{line: codes silenced there} for one file (1-based lines); `text`: its content if given."""
-    from omni_deploy import guarded
+    from omni_deploy.common import guarded
 
     try:  # guarded: a regular file only (a named pipe was read once, by the loader), capped
         lines = (guarded.read_text(file) if text is None else text).splitlines()

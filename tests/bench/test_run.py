@@ -224,7 +224,7 @@ def test_ab_end_to_end(tmp_path: Path) -> None:
 # background job (`pytest &`) with SIGINT ignored, and Python keeps an ignored SIGINT ignored.
 _WITH_CTRL_C = (
     "import signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
-    "from omni_deploy.cli import run; sys.argv[0] = 'omni-deploy'; run()"
+    "from omni_deploy.cli.app import run; sys.argv[0] = 'omni-deploy'; run()"
 )
 
 

@@ -7,8 +7,8 @@ import importlib
 import click
 import pytest
 
-from omni_deploy.cli import EXIT_CODES, EXIT_HELP, exit_code_of
-from omni_deploy.errors import ConfigError, Interrupted, ProcessExited, ReadinessTimeout
+from omni_deploy.cli.app import EXIT_CODES, EXIT_HELP, exit_code_of
+from omni_deploy.common.errors import ConfigError, Interrupted, ProcessExited, ReadinessTimeout
 from tests.support.cli import run_cli
 
 

@@ -10,11 +10,11 @@ from pathlib import Path
 import click
 import pytest
 
-from omni_deploy.cli import cli
-from omni_deploy.cli_reference import _walk
+from omni_deploy.cli.app import cli
 from tests.support.cli import run_cli
+from tools.cli_reference import _walk
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 BENCH = str(ROOT / "deploy" / "turn-bench.yaml")
 TURN = str(ROOT / "deploy" / "minicpmo_4_5_turn.yaml")
 
@@ -33,7 +33,7 @@ def _complete(words: str, cword: int, cwd: Path) -> list[str]:
         "COMP_CWORD": str(cword),
         "PYTHONPATH": str(ROOT),
     }
-    code = "from omni_deploy.cli import cli; cli(prog_name='omni-deploy')"
+    code = "from omni_deploy.cli.app import cli; cli(prog_name='omni-deploy')"
     done = subprocess.run([sys.executable, "-c", code], env=env, cwd=cwd, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     return [line for line in done.stdout.splitlines() if line]
@@ -73,11 +73,11 @@ def test_every_option_has_help_text() -> None:
 def test_cli_reference_page_is_current() -> None:
     import difflib
 
-    from omni_deploy.cli_reference import reference_markdown
+    from tools.cli_reference import reference_markdown
 
     committed, generated = (ROOT / "docs" / "cli.md").read_text(), reference_markdown()
     diff = "".join(list(difflib.unified_diff(committed.splitlines(True), generated.splitlines(True)))[:40])
-    assert committed == generated, f"regenerate: python -m omni_deploy.cli_reference > docs/cli.md\n{diff}"
+    assert committed == generated, f"regenerate: python -m tools.cli_reference > docs/cli.md\n{diff}"
 
 
 def test_validate_colours_severities_only_when_asked(capsys: pytest.CaptureFixture[str]) -> None:
@@ -133,12 +133,10 @@ def test_every_command_takes_color_after_its_name(capsys: pytest.CaptureFixture[
 def test_readme_command_table_is_current() -> None:
     """The README's command table is generated from the commands (issue 33: it listed validate twice
     and left out options the findings ask for)."""
-    from omni_deploy.cli_reference import readme_table, replace_table
+    from tools.cli_reference import readme_table, replace_table
 
     readme = (ROOT / "README.md").read_text()
-    assert readme == replace_table(readme), (
-        "regenerate: python -m omni_deploy.cli_reference --readme README.md"
-    )
+    assert readme == replace_table(readme), "regenerate: python -m tools.cli_reference --readme README.md"
     rows = [line for line in readme_table().splitlines()[2:]]
     commands = [row.split("`")[1].split(" [")[0].split(" FILE")[0] for row in rows]
     assert len(commands) == len(set(commands))  # one row per command

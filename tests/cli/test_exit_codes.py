@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from omni_deploy import cli
+from omni_deploy.cli import app as cli
 from tests.support.cli import run_cli
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 BENCH = str(ROOT / "deploy" / "turn-bench.yaml")
 ALL_CODES = sorted(
     {

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from omni_deploy.inputs import STDIN_NAME, Input, InputError, expand
+from omni_deploy.cli.file_args import STDIN_NAME, Input, InputError, expand
 
 DEPLOY = "stages:\n  - stage_id: 0\n"
 WORKFLOW = "name: ci\non: push\njobs: {}\n"

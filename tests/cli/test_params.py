@@ -6,7 +6,7 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from omni_deploy.cli_params import PipelineType, PlatformType, TargetVersionType
+from omni_deploy.cli.params import PipelineType, PlatformType, TargetVersionType
 
 
 @click.command()
@@ -50,7 +50,7 @@ def test_unknown_versions_are_refused(given: str) -> None:
 
 
 def test_installed_version(monkeypatch: pytest.MonkeyPatch) -> None:
-    import omni_deploy.bundled as bundled
+    import omni_deploy.common.bundled as bundled
 
     monkeypatch.setattr(bundled, "installed_version", lambda name: "0.31.0.dev3")
     assert _run("--target-version", "installed").output.split()[2] == "0.31.0.dev3"

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from omni_deploy import project
+from omni_deploy.cli import project
 from tests.support.cli import run_cli
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 NEG = ROOT / "tests" / "data" / "validate" / "negative"
 BASE = (ROOT / "tests" / "data" / "validate" / "base_minicpmo.yaml").resolve()
 TYPO = f"base_config: {BASE}\nstages:\n  - stage_id: 1\n    max_num_seq: 8\n"

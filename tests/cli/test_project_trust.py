@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from omni_deploy.project import PROJECT_FILE, ProjectSettingsError, find
+from omni_deploy.cli.project import PROJECT_FILE, ProjectSettingsError, find
 
 
 def test_a_fifo_or_a_folder_under_the_settings_name_is_passed_over(tmp_path: Path) -> None:

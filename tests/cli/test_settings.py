@@ -9,7 +9,7 @@ import pytest
 
 from tests.support.cli import run_cli
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 BENCH = ROOT / "deploy" / "turn-bench.yaml"
 NEWER = ROOT / "tests" / "data" / "validate" / "negative" / "newer_version_key.yaml"
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from omni_deploy.bundled import installed_version, installed_version_problem
+from omni_deploy.common.bundled import installed_version, installed_version_problem
 
 
 def test_every_installed_distribution_has_the_version_importlib_metadata_gives() -> None:

@@ -1,4 +1,4 @@
-"""Children we only read from (omni_deploy/children.py): bounded output, nothing left behind."""
+"""Children we only read from (omni_deploy/common/children.py): bounded output, nothing left behind."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import sys
 import time
 from pathlib import Path
 
-from omni_deploy import children
+from omni_deploy.common import children
 
 
 def _alive(pid: int) -> bool:

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from omni_deploy.codes import CODES, ERROR, INFO, WARNING
+from omni_deploy.common.codes import CODES, ERROR, INFO, WARNING
 from omni_deploy.validate.rule_pages import findings_markdown
 from tests.support.examples import run_example
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "tests" / "data"
 EXAMPLES = sorted(
     [*(DATA / "validate" / "negative").glob("*.yaml"), *(DATA / "loader" / "negative").glob("*.yaml")]
@@ -30,7 +30,7 @@ def test_each_code_has_an_example_that_produces_it(code: str) -> None:
 @pytest.mark.parametrize("path", EXAMPLES, ids=[p.name for p in EXAMPLES])
 def test_examples_produce_declared_codes_only(path: Path) -> None:
     undeclared = [f.text() for f in run_example(path).findings if f.code not in CODES]
-    assert not undeclared, "declare these codes in omni_deploy/codes.py:\n" + "\n".join(undeclared)
+    assert not undeclared, "declare these codes in omni_deploy/common/codes.py:\n" + "\n".join(undeclared)
 
 
 def test_severity_letter_matches_the_table() -> None:
@@ -53,7 +53,7 @@ def test_findings_page_is_up_to_date() -> None:
 
 
 def test_an_undeclared_code_fails_where_it_is_raised() -> None:
-    from omni_deploy.errors import ConfigError
+    from omni_deploy.common.errors import ConfigError
 
     with pytest.raises(KeyError):
         ConfigError("x", code="E999")

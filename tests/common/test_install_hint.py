@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from omni_deploy import install_hint as hint_module
-from omni_deploy.install_hint import install_hint
+from omni_deploy.common import install_hint as hint_module
+from omni_deploy.common.install_hint import install_hint
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_from_a_checkout_the_hint_names_it() -> None:

@@ -1,4 +1,4 @@
-"""The linear-time glob matcher (omni_deploy/patterns.py)."""
+"""The linear-time glob matcher (omni_deploy/common/patterns.py)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from omni_deploy.patterns import MAX_PATTERNS, BadPattern, check, matches
+from omni_deploy.common.patterns import MAX_PATTERNS, BadPattern, check, matches
 
 
 @pytest.mark.parametrize(

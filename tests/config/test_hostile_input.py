@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from omni_deploy.common.errors import ConfigError
 from omni_deploy.config.chain import MAX_CHAIN, resolve_file
 from omni_deploy.config.safe_read import read_json
-from omni_deploy.errors import ConfigError
 from tests.support.cli import run_cli
 from tests.support.hostile import HOSTILE_YAML
 

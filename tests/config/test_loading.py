@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from omni_deploy.common.errors import ConfigError
 from omni_deploy.config.chain import locate_top_file, resolve_file
 from omni_deploy.config.nodes import to_plain
-from omni_deploy.errors import ConfigError
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "loader"
 NEGATIVE = sorted((DATA / "negative").glob("*.yaml"))

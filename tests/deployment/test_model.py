@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
+from omni_deploy.common.errors import ConfigError
 from omni_deploy.config.nodes import to_plain
-from omni_deploy.deployment import Deployment
-from omni_deploy.errors import ConfigError
+from omni_deploy.deployment.model import Deployment
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_bundled_overlay_resolves_its_chain_and_pipeline() -> None:

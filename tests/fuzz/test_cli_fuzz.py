@@ -23,7 +23,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from omni_deploy.cli import main
+from omni_deploy.cli.app import main
 from tests.support.hostile import HOSTILE_YAML
 
 ROOT = Path(__file__).resolve().parents[2]

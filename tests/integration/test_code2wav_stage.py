@@ -200,7 +200,7 @@ def _report_files(directory: Path) -> list[dict[str, Any]]:
 def test_the_report_file_confirms_the_backend_when_logging_hides_info(
     stage: Callable[..., Any], tmp_path: Path
 ) -> None:
-    from omni_deploy.serve.speaker_report import read_report, summary_lines
+    from omni_deploy.speaker_backend.server_report import read_report, summary_lines
 
     reports = tmp_path / "speaker"
     outcome = stage(OMNI_DEPLOY_SPK_REPORT_DIR=str(reports), VLLM_LOGGING_LEVEL="WARNING")

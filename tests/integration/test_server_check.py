@@ -24,11 +24,11 @@ pytest.importorskip("vllm_omni")
 pytest.importorskip("vllm")
 pytest.importorskip("jsonschema")
 
-from omni_deploy.deployment import Deployment
-from omni_deploy.server_check.run import ServerRun, check
+from omni_deploy.deployment.model import Deployment
 from omni_deploy.validate.check_server import job_for
 from omni_deploy.validate.context import Options
 from omni_deploy.validate.runner import FileReport, validate_deployment
+from omni_deploy.validate.server_check.run import ServerRun, check
 from tests.support.examples import example_options
 from tests.support.startup_cases import SERVER_CODES, STARTUP_CODES, Case, cases, lines_of
 
@@ -144,11 +144,11 @@ def test_bundled_files_get_the_same_verdict_from_both() -> None:
 
 
 def test_owned_sets_have_not_drifted() -> None:
-    from omni_deploy.knowledge import generate_owners
+    from tools import generate_owners
 
     version, entry = generate_owners.current()
     committed = generate_owners.json.loads(generate_owners.DATA_FILE.read_text())
-    assert committed.get(version) == entry, "run python -m omni_deploy.knowledge.generate_owners in this tier"
+    assert committed.get(version) == entry, "run python -m tools.generate_owners in this tier"
 
 
 def test_validate_stays_light_while_the_check_runs() -> None:
@@ -158,7 +158,7 @@ def test_validate_stays_light_while_the_check_runs() -> None:
     root = Path(__file__).resolve().parents[2]
     probe = (
         "import sys\n"
-        "from omni_deploy.cli import main\n"
+        "from omni_deploy.cli.app import main\n"
         "code = main(['validate', 'tests/data/startup/lora_on_talker.yaml', '-o', 'json'])\n"
         "heavy = [m for m in ('torch', 'onnxruntime', 'vllm', 'vllm_omni') if m in sys.modules]\n"
         "assert not heavy, heavy\n"

@@ -33,7 +33,7 @@ from omni_deploy.integrations import import_hooks, minicpmo, report, takeover, v
 from omni_deploy.integrations.guard import GuardedSpeakerModel
 from omni_deploy.integrations.targets import BY_MODEL, shape_problems
 from omni_deploy.speaker.encoder import SpeakerEncoder
-from omni_deploy.speaker_rules import LOGGER_NAME, REPORT_MARK
+from omni_deploy.speaker_backend.rules import LOGGER_NAME, REPORT_MARK
 
 pytestmark = pytest.mark.vllm
 

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 import torch
 
-from omni_deploy.defaults import READY_TIMEOUT_S, SPK_WARMUP_BUDGET_S
+from omni_deploy.common.defaults import READY_TIMEOUT_S, SPK_WARMUP_BUDGET_S
 from omni_deploy.integrations import takeover, warmup
 from omni_deploy.integrations.report import startup_fallback
 

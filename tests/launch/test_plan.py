@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from omni_deploy.deployment import Deployment
-from omni_deploy.host import assumed_host
+from omni_deploy.deployment.model import Deployment
 from omni_deploy.launch.options import LaunchOptions
 from omni_deploy.launch.spec import launch_spec
+from omni_deploy.speaker_backend.host import assumed_host
 
 ROOT = Path(__file__).resolve().parents[2]
 RAY = ROOT / "tests" / "data" / "explain" / "ray_stage_env.yaml"

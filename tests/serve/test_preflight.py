@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from omni_deploy.host import HostCaps
 from omni_deploy.serve.preflight import run_preflight
+from omni_deploy.speaker_backend.host import HostCaps
 
 
 def _checks(host: HostCaps) -> dict[str, str]:

@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from omni_deploy.deployment import Deployment
-from omni_deploy.errors import NoAccelerator
-from omni_deploy.host import HostCaps
+from omni_deploy.common.errors import NoAccelerator
+from omni_deploy.deployment.model import Deployment
 from omni_deploy.launch.options import LaunchOptions
 from omni_deploy.serve import session
 from omni_deploy.serve.prepare import decide, dry_run_text, real_run_outcome, serving_host
 from omni_deploy.serve.request import ServeRequest
+from omni_deploy.speaker_backend.host import HostCaps
 from tests.serve.conftest import ROOT
 
 BENCH = ROOT / "deploy" / "turn-bench.yaml"

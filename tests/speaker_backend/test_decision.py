@@ -6,9 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from omni_deploy.deployment import Deployment
-from omni_deploy.host import HostCaps, assumed_host
-from omni_deploy.resolve.speaker import (
+from omni_deploy.deployment.model import Deployment
+from omni_deploy.speaker_backend.decision import (
     CPU_ORT,
     CUDA_TORCH,
     NOT_APPLICABLE,
@@ -16,6 +15,7 @@ from omni_deploy.resolve.speaker import (
     UNKNOWN,
     speaker_decision,
 )
+from omni_deploy.speaker_backend.host import HostCaps, assumed_host
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "tests" / "data" / "explain"
@@ -143,7 +143,7 @@ def test_tf32_from_the_environment() -> None:
 
 
 def test_the_resolver_and_the_plugin_share_one_rule_table() -> None:
-    from omni_deploy.speaker_rules import DEFAULTS, choose
+    from omni_deploy.speaker_backend.rules import DEFAULTS, choose
 
     for extra, env, backend in [
         ({}, {}, CUDA_TORCH),

@@ -1,4 +1,4 @@
-"""How the Code2Wav stage prepares new reference voices (resolve/refprep.py), as explain says it."""
+"""How the Code2Wav stage prepares new reference voices (speaker_backend/refprep.py), as explain says it."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from omni_deploy.deployment import Deployment
-from omni_deploy.host import assumed_host
-from omni_deploy.resolve.refprep import BATCHED, PER_VOICE, reference_preparation, tokens_under
-from omni_deploy.resolve.speaker import Reason, speaker_decision
+from omni_deploy.deployment.model import Deployment
+from omni_deploy.speaker_backend.decision import Reason, speaker_decision
+from omni_deploy.speaker_backend.host import assumed_host
+from omni_deploy.speaker_backend.refprep import BATCHED, PER_VOICE, reference_preparation, tokens_under
 from tests.support.cli import run_cli
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from omni_deploy.integrations.report import Outcome, report
-from omni_deploy.serve.speaker_report import parse_report_line, read_report, summary_lines
-from omni_deploy.speaker_rules import LOGGER_NAME
+from omni_deploy.speaker_backend.rules import LOGGER_NAME
+from omni_deploy.speaker_backend.server_report import parse_report_line, read_report, summary_lines
 
 
 @pytest.fixture
@@ -118,8 +118,8 @@ def test_the_report_is_in_launch_json_before_it_is_said(tmp_path) -> None:  # ty
     # found no report yet): the record is written first.
     import json
 
-    from omni_deploy.serve.launch import report_speaker_backend
     from omni_deploy.serve.rundir import write_record
+    from omni_deploy.serve.start import report_speaker_backend
 
     write_record(tmp_path, {"platform": "cuda"})
     (tmp_path / "server.log").write_text(

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from omni_deploy.cli import main
+from omni_deploy.cli.app import main
 
 
 @dataclass

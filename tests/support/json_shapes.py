@@ -1,7 +1,7 @@
 """Check a command's JSON against the shape written down in schemas/output/.
 
 Each schema file is used alone, with no registry of the others: that is how a user's validator
-meets it (each file embeds the pieces it refers to; omni_deploy/output/schema_bundle.py).
+meets it (each file embeds the pieces it refers to; tools/schema_bundle.py).
 """
 
 from __future__ import annotations

@@ -9,14 +9,14 @@ from pathlib import Path
 import pytest
 from jsonschema import Draft202012Validator
 
-from omni_deploy.output.schema_bundle import SCHEMA_BASE, stale
 from tests.support.cli import run_cli
+from tools.schema_bundle import SCHEMA_BASE, stale
 
 SCHEMAS = Path(__file__).resolve().parents[2] / "schemas" / "output"
 
 
 def test_committed_schemas_are_current() -> None:
-    assert stale() == [], "regenerate: python -m omni_deploy.output.schema_bundle"
+    assert stale() == [], "regenerate: python -m tools.schema_bundle"
 
 
 @pytest.mark.parametrize("path", sorted(SCHEMAS.glob("*.schema.json")), ids=lambda p: p.name)

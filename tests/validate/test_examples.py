@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from omni_deploy.codes import CODES
-from omni_deploy.commands.validate import validate as validate_command
+from omni_deploy.cli.commands.validate import validate as validate_command
+from omni_deploy.common.codes import CODES
 from omni_deploy.validate.context import Options
 from omni_deploy.validate.runner import FileReport, validate_file
 from tests.support.examples import run_example

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from omni_deploy import codes
-from omni_deploy.codes import CODES
+from omni_deploy.common import codes
+from omni_deploy.common.codes import CODES
 from omni_deploy.validate import runner
 from omni_deploy.validate.context import Context, Options
 from omni_deploy.validate.findings import Finding, at
@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[2]
 PAGES = pages()
 # Examples that cannot be a file here, shown but not run (each says why in its first line). The
 # server check's need vllm-omni in the serving interpreter: the vllm tier runs that check, and
-# tests/test_codes.py runs their data examples through the stand-in interpreter.
+# tests/common/test_codes.py runs their data examples through the stand-in interpreter.
 NOT_RUN = {
     ("E108", "fails"),
     ("E113", "fails"),

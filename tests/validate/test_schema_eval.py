@@ -15,9 +15,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator, ValidationError, validators
 
+from omni_deploy.common.errors import ConfigError
 from omni_deploy.config.nodes import to_plain
-from omni_deploy.deployment import Deployment
-from omni_deploy.errors import ConfigError
+from omni_deploy.deployment.model import Deployment
 from omni_deploy.knowledge.schema import build_schema
 from omni_deploy.validate.schema_eval import Evaluator, UnsupportedSchema, check_supported
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from omni_deploy import project
+from omni_deploy.cli import project
 from omni_deploy.validate.context import Options
 from omni_deploy.validate.runner import validate_file
 

@@ -8,9 +8,9 @@ from typing import Any
 
 import click
 
-from omni_deploy import defaults
-from omni_deploy.cli_params import PORT, Count, number_list, output_option, parse_count, seconds
-from omni_deploy.install_hint import install_hint
+from omni_deploy.cli.params import PORT, Count, number_list, output_option, parse_count, seconds
+from omni_deploy.common import defaults
+from omni_deploy.common.install_hint import install_hint
 
 MAX_CONCURRENCY = 100_000
 
@@ -331,7 +331,7 @@ def ab(file: str, a_pairs: tuple[str, ...], b_pairs: tuple[str, ...], port: int,
     """
     from omni_deploy.bench.ab import ab_json, describe, parse_overrides, plan_ab, run_ab
     from omni_deploy.bench.runner import stderr_say, timed
-    from omni_deploy.redact import register, secret_values
+    from omni_deploy.common.redact import register, secret_values
     from omni_deploy.serve.supervise import local_url
 
     try:

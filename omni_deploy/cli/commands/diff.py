@@ -8,21 +8,21 @@ from typing import Any
 
 import click
 
-from omni_deploy.cli_params import PlatformType, output_option
+from omni_deploy.cli.params import PlatformType, output_option
 
 # A file that cannot be loaded exits 2, as `diff` does, so that 1 always means "they differ".
 EXIT_TROUBLE = 2
 
 
 def _value(node: Any) -> str:
+    from omni_deploy.common.output.json_doc import safe
     from omni_deploy.config.nodes import to_plain
-    from omni_deploy.output.json_doc import safe
 
     return json.dumps(safe(to_plain(node, unresolved=True)), default=str)  # ${oc.env:...} as written
 
 
 def _where(node: Any) -> str:
-    from omni_deploy.output.escape import for_terminal
+    from omni_deploy.common.output.escape import for_terminal
 
     return for_terminal(node.origin)
 
@@ -49,9 +49,9 @@ def diff(a: str, b: str, platform: str, fmt: str) -> int:
     Example (what the benchmark overlay changes in the bundled turn profile):
     omni-deploy diff deploy/minicpmo_4_5_turn.yaml deploy/turn-bench.yaml
     """
+    from omni_deploy.common.errors import ConfigError
     from omni_deploy.config.diff import ADDED, CHANGED, REMOVED, diff_configs
-    from omni_deploy.deployment import Deployment
-    from omni_deploy.errors import ConfigError
+    from omni_deploy.deployment.model import Deployment
 
     applied = None if platform == "none" else platform
     try:
@@ -72,8 +72,8 @@ def diff(a: str, b: str, platform: str, fmt: str) -> int:
 def _print_json(
     left: Any, right: Any, applied: str | None, changes: list[Any], counts: dict[str, int]
 ) -> None:
+    from omni_deploy.common.output.json_doc import dumps
     from omni_deploy.config.yaml_loader import display_path
-    from omni_deploy.output.json_doc import dumps
 
     sides = {
         name: {"file": display_path(e.top), "chain": [display_path(p) for p in e.chain]}
@@ -94,10 +94,10 @@ def _print_text(
 ) -> None:
     """Both files' headers, then each change with both values and where each came from (escaped
     for the terminal: paths and origins come from the files)."""
+    from omni_deploy.common.output import color
+    from omni_deploy.common.output.escape import for_terminal
     from omni_deploy.config.diff import ADDED, CHANGED, REMOVED
     from omni_deploy.config.yaml_loader import display_path
-    from omni_deploy.output import color
-    from omni_deploy.output.escape import for_terminal
 
     colored = color.wanted(sys.stdout)
     where = f"platform {applied}" if applied else "no platform applied"

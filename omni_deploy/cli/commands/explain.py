@@ -6,10 +6,10 @@ import os
 
 import click
 
-from omni_deploy.cli_inputs import file_argument, stdin_filename_option
-from omni_deploy.cli_params import PipelineType, PlatformType, backend_choice, output_option
-from omni_deploy.cli_settings import target_version_option
-from omni_deploy.speaker_rules import BACKENDS
+from omni_deploy.cli.file_options import file_argument, stdin_filename_option
+from omni_deploy.cli.params import PipelineType, PlatformType, backend_choice, output_option
+from omni_deploy.cli.settings import target_version_option
+from omni_deploy.speaker_backend.rules import BACKENDS
 
 
 @click.command(short_help="Where CAM++ runs, in what precision, and why.")
@@ -56,17 +56,17 @@ def explain(
     FILE defaults to the project's deploy file (see `validate`; with several, name one), else the
     bundled MiniCPM-o 4.5 turn profile.
     """
-    from omni_deploy.cli_inputs import load_deployment, read_one_input
-    from omni_deploy.cli_settings import resolve
-    from omni_deploy.explain import as_json, as_text, choose_platforms, explain, platform_origin
-    from omni_deploy.host import assumed_host, probe_host
+    from omni_deploy.cli.file_options import load_deployment, read_one_input
+    from omni_deploy.cli.settings import resolve
+    from omni_deploy.explain.explanation import as_json, as_text, choose_platforms, explain, platform_origin
+    from omni_deploy.speaker_backend.host import assumed_host, probe_host
 
     target = resolve(target_version).target_version
     deployment = load_deployment(read_one_input(file, stdin_filename), pipeline)
     host = probe_host() if probe else assumed_host(target)
     if probe:  # what the last server on this host reported (serve's run directories, or the variable)
-        from omni_deploy.host import last_server_reports
         from omni_deploy.serve.rundir import default_runs_root
+        from omni_deploy.speaker_backend.host import last_server_reports
 
         host.server_reports, host.server_reports_from = last_server_reports(default_runs_root())
     platforms = choose_platforms(deployment, platform, backend)

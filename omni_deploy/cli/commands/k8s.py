@@ -7,14 +7,14 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from omni_deploy.cli_inputs import file_argument
-from omni_deploy.cli_params import MAX_GPUS_PER_NODE, PORT, Count, PlatformType, output_option
-from omni_deploy.cli_settings import target_version_option
+from omni_deploy.cli.file_options import file_argument
+from omni_deploy.cli.params import MAX_GPUS_PER_NODE, PORT, Count, PlatformType, output_option
+from omni_deploy.cli.settings import target_version_option
 from omni_deploy.k8s.options import DEFAULT_IMAGE, K8sOptions, Sizing
 
 if TYPE_CHECKING:
-    from omni_deploy.cli_settings import Settings
-    from omni_deploy.deployment import Deployment
+    from omni_deploy.cli.settings import Settings
+    from omni_deploy.deployment.model import Deployment
 
 
 @click.command(short_help="Kubernetes manifests that serve a deploy file.")
@@ -174,7 +174,7 @@ def k8s(
     every stage fits one node (--gpus-per-node), else a LeaderWorkerSet (or StatefulSets) with the
     master and headless stages, a Service for the API, a PodDisruptionBudget and a NetworkPolicy.
     """
-    from omni_deploy.cli_settings import resolve
+    from omni_deploy.cli.settings import resolve
     from omni_deploy.k8s.build import build
     from omni_deploy.k8s.cli_options import options_from_cli
     from omni_deploy.k8s.manifests import notes
@@ -212,7 +212,7 @@ def _validated(file: str | None, options: K8sOptions, settings: Settings) -> Dep
     """The file (FILE, else the project's) checked for the platform and node size the manifests
     use, with the project's ignore and strict (findings worth showing go to stderr); None when an
     error stops the build."""
-    from omni_deploy.cli_inputs import one_file_name
+    from omni_deploy.cli.file_options import one_file_name
     from omni_deploy.validate.context import Options
     from omni_deploy.validate.report import text as report_text
     from omni_deploy.validate.runner import validate_file

@@ -6,8 +6,8 @@ from typing import Any
 
 import click
 
-from omni_deploy.cli_inputs import file_argument, stdin_filename_option
-from omni_deploy.cli_params import PlatformType, output_option
+from omni_deploy.cli.file_options import file_argument, stdin_filename_option
+from omni_deploy.cli.params import PlatformType, output_option
 from omni_deploy.config.render import to_json, to_yaml, to_yaml_with_origins
 from omni_deploy.config.yaml_loader import display_path
 
@@ -33,7 +33,7 @@ def render(file: str | None, platform: str, show_origin: bool, fmt: str, stdin_f
     The YAML output loads in vllm-omni as a deploy config and renders again to the same result.
     Nothing is written to disk.
     """
-    from omni_deploy.cli_inputs import load_deployment, read_one_input
+    from omni_deploy.cli.file_options import load_deployment, read_one_input
 
     deployment = load_deployment(read_one_input(file, stdin_filename))
     applied = deployment.on(platform) if platform != "none" else None
@@ -41,7 +41,7 @@ def render(file: str | None, platform: str, show_origin: bool, fmt: str, stdin_f
     if fmt == "json":
         click.echo(_json(deployment, platform, config, show_origin))
         return 0
-    from omni_deploy.output.escape import yaml_comment  # a file name never ends the comment
+    from omni_deploy.common.output.escape import yaml_comment  # a file name never ends the comment
 
     chain = " <- ".join(yaml_comment(display_path(p)) for p in deployment.chain)
     header = f"# Rendered by omni-deploy from {chain}"
@@ -59,9 +59,9 @@ def _json(deployment: Any, platform: str, config: Any, show_origin: bool) -> str
     """One shape with or without --show-origin: `origins` is empty without it."""
     import json
 
+    from omni_deploy.common.output.json_doc import dumps
     from omni_deploy.config.diff import origin_dict
     from omni_deploy.config.nodes import iter_leaves
-    from omni_deploy.output.json_doc import dumps
 
     body = {
         "file": display_path(deployment.top),

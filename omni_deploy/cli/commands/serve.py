@@ -6,12 +6,12 @@ from pathlib import Path
 
 import click
 
-from omni_deploy.cli_inputs import file_argument
-from omni_deploy.cli_params import PORT, PlatformType, backend_choice, output_option, seconds
-from omni_deploy.cli_settings import target_version_option
+from omni_deploy.cli.file_options import file_argument
+from omni_deploy.cli.params import PORT, PlatformType, backend_choice, output_option, seconds
+from omni_deploy.cli.settings import target_version_option
 from omni_deploy.launch.options import LaunchOptions
 from omni_deploy.serve.request import ServeRequest
-from omni_deploy.speaker_rules import BACKENDS
+from omni_deploy.speaker_backend.rules import BACKENDS
 
 
 def _echo(text: str, err: bool) -> None:
@@ -140,8 +140,8 @@ def serve(
     --headless --stage-id N --omni-master-address A --omni-master-port P, --worker-backend ray
     --ray-address A).
     """
-    from omni_deploy.cli_inputs import one_file_name
-    from omni_deploy.cli_settings import resolve
+    from omni_deploy.cli.file_options import one_file_name
+    from omni_deploy.cli.settings import resolve
     from omni_deploy.serve.session import run_serve
 
     if fmt == "json" and not dry_run:

@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from omni_deploy.cli_params import (
+from omni_deploy.cli.params import (
     Count,
     DeviceType,
     Real,
@@ -18,7 +18,7 @@ from omni_deploy.cli_params import (
     parse_count,
     parse_real,
 )
-from omni_deploy.install_hint import install_hint
+from omni_deploy.common.install_hint import install_hint
 
 
 def _float_list(value: str) -> tuple[float, ...]:
@@ -103,7 +103,7 @@ def make_standin(out: Path, seed: int, force: bool, fmt: str) -> int:
     if fmt == "json":
         from dataclasses import asdict
 
-        from omni_deploy.output.json_doc import dumps
+        from omni_deploy.common.output.json_doc import dumps
 
         click.echo(dumps({"path": str(out), "seed": seed, "note": STANDIN_NOTE, **asdict(summary)}))
     else:
@@ -180,7 +180,7 @@ def parity(
         raise click.UsageError("give WAV files or --synthetic N, not both")
     refs = _guard(lambda: [read_wav(w) for w in wavs]) if wavs else make_synthetic(synthetic or 8)
     modes = {"off": [False], "on": [True], "both": [False, True]}[tf32]
-    from omni_deploy.output.progress import progress
+    from omni_deploy.common.output.progress import progress
 
     target = _device(device)
     with progress(f"parity of {len(refs)} reference(s) on {target} against ONNX Runtime"):
@@ -188,11 +188,11 @@ def parity(
     result = summary(cases)
     worst = min(c.cosine for c in cases)
     if fmt == "json":
-        from omni_deploy.output.json_doc import dumps
+        from omni_deploy.common.output.json_doc import dumps
 
         click.echo(dumps(result))
     else:
-        from omni_deploy.output.tables import Column, to_text
+        from omni_deploy.common.output.tables import Column, to_text
 
         columns = [
             Column("reference"),
@@ -259,7 +259,7 @@ def bench(
 ) -> int:
     """Time CAM++ side by side: ONNX Runtime CPU (1 thread, all cores), eager torch, and ours."""
     _speaker_imports()
-    from omni_deploy.output.progress import progress
+    from omni_deploy.common.output.progress import progress
     from omni_deploy.speaker.bench import as_json, run_bench
 
     target = _device(device)
@@ -276,7 +276,7 @@ def bench(
             progress=not sys.stderr.isatty(),  # a terminal has the live line instead
         )
     if fmt == "json":
-        from omni_deploy.output.json_doc import dumps
+        from omni_deploy.common.output.json_doc import dumps
 
         click.echo(dumps({"rows": as_json(rows)}))
     else:
@@ -286,7 +286,7 @@ def bench(
 
 def _bench_table(rows: list[dict[str, Any]]) -> str:
     """One row per case and backend; the last column says how many times slower than ours it is."""
-    from omni_deploy.output.tables import Column, to_text
+    from omni_deploy.common.output.tables import Column, to_text
 
     ours = {r["case"]: r["per_ref_ms"] for r in rows if r["backend"] == "ours"}
     columns = [

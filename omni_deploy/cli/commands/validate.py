@@ -8,13 +8,13 @@ from typing import TYPE_CHECKING
 
 import click
 
-from omni_deploy.cli_inputs import file_argument, stdin_filename_option
-from omni_deploy.cli_params import MAX_GPUS_PER_NODE, Count, PipelineType, PlatformType, Real, output_option
-from omni_deploy.cli_settings import ENV_IGNORE, ENV_STRICT, target_version_option
+from omni_deploy.cli.file_options import file_argument, stdin_filename_option
+from omni_deploy.cli.params import MAX_GPUS_PER_NODE, Count, PipelineType, PlatformType, Real, output_option
+from omni_deploy.cli.settings import ENV_IGNORE, ENV_STRICT, target_version_option
 from omni_deploy.config.stage_schema import PLATFORMS
 
 if TYPE_CHECKING:
-    from omni_deploy.inputs import Input
+    from omni_deploy.cli.file_args import Input
     from omni_deploy.validate.context import Options
     from omni_deploy.validate.runner import FileReport
 
@@ -24,7 +24,7 @@ def _model_folder(value: str | None) -> str | None:
     file of a sane size (a FIFO there would hold the child until the check's time limit)."""
     if not value or not Path(value).is_dir():
         return value  # a name the child cannot find locally: it says so (nothing is downloaded)
-    from omni_deploy import guarded
+    from omni_deploy.common import guarded
 
     config = Path(value) / "config.json"
     if os.path.lexists(config):
@@ -181,7 +181,7 @@ def validate(
     .omni-deploy.yaml or pyproject.toml [tool.omni-deploy] at or above the working directory,
     then OMNI_DEPLOY_* variables, then the options. `omni-deploy rule CODE` explains a finding code.
     """
-    from omni_deploy.cli_inputs import read_inputs
+    from omni_deploy.cli.file_options import read_inputs
     from omni_deploy.validate.runner import validate_inputs
 
     inputs = read_inputs(files, stdin_filename)
@@ -194,7 +194,7 @@ def validate(
     reports = validate_inputs([(i.name, i.text, i.named) for i in inputs], options)
     fixed_stdin = False
     if fix or show_diff:
-        from omni_deploy.cli_fix import fix_files
+        from omni_deploy.cli.fix import fix_files
 
         outcome = fix_files(inputs, reports, options, write=not show_diff)
         if show_diff:
@@ -220,7 +220,7 @@ def _options(
     model: str | None = None,
 ) -> Options:
     """The checks' options: the settings resolved (project, environment, options), files read."""
-    from omni_deploy.cli_settings import resolve
+    from omni_deploy.cli.settings import resolve
     from omni_deploy.validate.context import Options, model_shape_from_config
 
     settings = resolve(target_version, strict, ignore)
@@ -250,8 +250,8 @@ def _report(
 
     stream = sys.stderr if to_stderr else sys.stdout
     if fmt in ("text", "concise"):
-        from omni_deploy.output import color
-        from omni_deploy.output.tables import UNBOUNDED, width_for
+        from omni_deploy.common.output import color
+        from omni_deploy.common.output.tables import UNBOUNDED, width_for
 
         width = width_for(stream)
         options = TextOptions(
@@ -272,7 +272,7 @@ def _stdin_text(source: Input) -> str | None:
     """What was read from stdin as text, for the code frames (None: not stdin, or not UTF-8)."""
     if not isinstance(source.text, bytes):
         return source.text
-    from omni_deploy import guarded
+    from omni_deploy.common import guarded
 
     try:
         return guarded.decode(source.text, source.name)
@@ -281,8 +281,8 @@ def _stdin_text(source: Input) -> str | None:
 
 
 def _is_deploy_file(source: object) -> bool:
-    from omni_deploy import guarded
-    from omni_deploy.inputs import Input
+    from omni_deploy.cli.file_args import Input
+    from omni_deploy.common import guarded
     from omni_deploy.knowledge.deploy_file import looks_like_deploy_file
 
     assert isinstance(source, Input)

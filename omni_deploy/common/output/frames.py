@@ -31,7 +31,7 @@ def frame_lines(text: str, top_keys: Collection[str]) -> list[str]:
     config.json) is never echoed; a deploy file's own `token: ...` line shows <redacted>."""
     if not _is_deploy_text(text, tuple(sorted(top_keys))):
         return []
-    from omni_deploy.redact import redact_line
+    from omni_deploy.common.redact import redact_line
 
     return [redact_line(line) for line in source_lines(text)]
 
@@ -54,7 +54,7 @@ def _escape(char: str) -> str:
 def visible(text: str) -> str:
     """`text` with nothing a terminal would act on: control, format (bidirectional overrides,
     zero-width) and separator characters are shown as escapes (`\\x1b`, `\\u202e`)."""
-    from omni_deploy.output.escape import no_command_start  # a line must not start a workflow command
+    from omni_deploy.common.output.escape import no_command_start  # a line must not start a workflow command
 
     if text.isprintable():
         return no_command_start(text)

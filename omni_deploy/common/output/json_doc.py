@@ -11,7 +11,7 @@ import json
 import math
 from typing import Any
 
-from omni_deploy.errors import OmniDeployError
+from omni_deploy.common.errors import OmniDeployError
 
 SCHEMA_VERSION = 1
 

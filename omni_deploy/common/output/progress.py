@@ -59,7 +59,7 @@ def progress(description: str, total: int | None = None, stream: TextIO | None =
         TimeElapsedColumn,
     )
 
-    from omni_deploy.output import color
+    from omni_deploy.common.output import color
 
     console = Console(file=target, force_terminal=True, no_color=not color.wanted(target), highlight=False)
     columns: list[Any] = [SpinnerColumn(), TextColumn("{task.description}")]

@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, TextIO
 
-from omni_deploy.numbers import terminal_size
-from omni_deploy.output import color
+from omni_deploy.common.numbers import terminal_size
+from omni_deploy.common.output import color
 
 UNBOUNDED = 10_000
 # Rows drawn at most: rich takes milliseconds a row, and a file can ask for 20,000 stages; the
@@ -51,7 +51,7 @@ def width_for(stream: TextIO) -> int:
 
 
 def _cell(value: Any) -> str:
-    from omni_deploy.output.escape import for_terminal  # cells hold values from files
+    from omni_deploy.common.output.escape import for_terminal  # cells hold values from files
 
     return "-" if value is None else for_terminal(value)
 

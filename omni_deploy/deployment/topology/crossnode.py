@@ -11,15 +11,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from omni_deploy import jsonpath
+from omni_deploy.common import jsonpath
 from omni_deploy.config.nodes import Map, Origin, Scalar, to_plain
 from omni_deploy.config.platform import PlatformApplied
+from omni_deploy.deployment.topology.placement import NodeGroup
 from omni_deploy.knowledge.pipelines import PipelineInfo
-from omni_deploy.topology.placement import NodeGroup
 
 SHARED_MEMORY = "SharedMemoryConnector"
 # Connectors registered in 0.30.0's distributed/omni_connectors/factory.py besides shared memory;
-# each moves data between hosts. tests/topology/test_crossnode.py reads the registry from the wheel.
+# each moves data between hosts. tests/deployment/topology/test_crossnode.py reads the registry from the wheel.
 CROSS_NODE_CONNECTORS: dict[str, str] = {
     "MooncakeStoreConnector": "Mooncake distributed store",
     "MooncakeTransferEngineConnector": "Mooncake transfer engine (RDMA)",

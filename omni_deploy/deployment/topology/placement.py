@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from omni_deploy.common.errors import OmniDeployError
 from omni_deploy.config.nodes import Map, Node, Scalar, to_plain
 from omni_deploy.config.platform import PlatformApplied
-from omni_deploy.errors import OmniDeployError
 from omni_deploy.knowledge.pipelines import PipelineInfo
 
 

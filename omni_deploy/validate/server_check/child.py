@@ -85,7 +85,7 @@ def registry_entries(root: Path) -> dict[str, tuple[str, str]]:
     """{pipeline name: (module, attribute)} from the release's pipeline_registry.py, read as text by
     omni-deploy's knowledge/facts.py (stdlib only; loaded by path: nothing of omni-deploy is imported
     as a package here)."""
-    path = Path(__file__).resolve().parents[1] / "knowledge" / "facts.py"
+    path = Path(__file__).resolve().parents[2] / "knowledge" / "facts.py"
     spec = importlib.util.spec_from_file_location("_omni_deploy_facts", path)
     assert spec is not None and spec.loader is not None
     facts = importlib.util.module_from_spec(spec)

@@ -14,9 +14,9 @@ import re
 from collections.abc import Hashable, Iterator
 from dataclasses import dataclass
 
-from omni_deploy import jsonpath
+from omni_deploy.common import jsonpath
 from omni_deploy.config.nodes import Map, Origin, Scalar, Seq
-from omni_deploy.server_check.run import Refusal
+from omni_deploy.validate.server_check.run import Refusal
 
 _STAGE = re.compile(r"\b[Ss]tage[ _-]?(\d+)\b")
 _OWNERLESS = re.compile(r"no structured config owner: (.+)$")

@@ -93,7 +93,7 @@ def interpreter_version(python: str, timeout_s: float = 30.0) -> tuple[str | Non
     """(vllm-omni version, None) for `python`, or (None, why not); reads package metadata only."""
     # Not resolved: every virtualenv's python links to the same binary, with another site-packages.
     if os.path.abspath(python) == os.path.abspath(sys.executable):
-        from omni_deploy.bundled import installed_version, installed_version_problem
+        from omni_deploy.common.bundled import installed_version, installed_version_problem
 
         version = installed_version("vllm-omni")
         problem = None if version else installed_version_problem("vllm-omni")
@@ -106,7 +106,7 @@ def interpreter_version(python: str, timeout_s: float = 30.0) -> tuple[str | Non
         "try:\n print(m.version('vllm-omni'))\n"
         "except m.PackageNotFoundError:\n print('')\n"
     )
-    from omni_deploy import guarded
+    from omni_deploy.common import guarded
 
     try:  # a program named by --server-python: its answer is capped in size and time
         done = guarded.capture([python, "-I", "-c", probe], timeout=timeout_s, limit=64 * 1024)
@@ -117,7 +117,7 @@ def interpreter_version(python: str, timeout_s: float = 30.0) -> tuple[str | Non
     version = done.stdout.strip()
     if done.returncode != 0:
         return None, f"{python} exited with {done.returncode}: {done.stderr.strip()[-200:]}"
-    from omni_deploy.numbers import version_problem
+    from omni_deploy.common.numbers import version_problem
 
     problem = version_problem(version)
     if problem is not None:  # an answer no version parser should see (5,000 digits)
@@ -152,12 +152,12 @@ def run_child(
 ) -> tuple[list[dict[str, Any]], str, int | None, bool]:
     """(records, stderr tail, exit code, timed out) of one child over `jobs`.
 
-    Through omni_deploy/children.py: the child runs in a process group of its own that is ended,
+    Through omni_deploy/common/children.py: the child runs in a process group of its own that is ended,
     with anything it forked, on every exit path and on a SIGTERM of ours; its stdout is bounded
     in bytes and lines before it is kept, and each record's strings are cut to MAX_FIELD chars."""
     import tempfile
 
-    from omni_deploy import children
+    from omni_deploy.common import children
 
     request = {
         "jobs": [

@@ -10,7 +10,7 @@ import pytest
 from tests.support.cli import run_cli
 from tests.support.json_shapes import assert_shape
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 TURN = str(ROOT / "deploy" / "minicpmo_4_5_turn.yaml")
 BENCH = str(ROOT / "deploy" / "turn-bench.yaml")
 

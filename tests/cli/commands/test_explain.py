@@ -9,7 +9,7 @@ import pytest
 
 from tests.support.cli import run_cli
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 DATA = ROOT / "tests" / "data" / "explain"
 # Without FILE, explain takes the bundled profile only outside a project (the checkout is one).
 pytestmark = pytest.mark.usefixtures("outside_project")
@@ -182,11 +182,13 @@ def _probe(capsys: pytest.CaptureFixture[str], *args: str) -> str:
 def test_probe_names_an_unverified_vllm_omni_and_the_switch_refuses_it(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import omni_deploy.host
+    import omni_deploy.speaker_backend.host
 
-    real = omni_deploy.host.installed_version
+    real = omni_deploy.speaker_backend.host.installed_version
     monkeypatch.setattr(
-        omni_deploy.host, "installed_version", lambda d: "0.99.0" if d == "vllm-omni" else real(d)
+        omni_deploy.speaker_backend.host,
+        "installed_version",
+        lambda d: "0.99.0" if d == "vllm-omni" else real(d),
     )
     out = _probe(capsys)
     assert "warning: vllm-omni 0.99.0 is not a release the plugin is verified against (0.30.0)" in out

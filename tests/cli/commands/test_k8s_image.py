@@ -10,7 +10,7 @@ import pytest
 from omni_deploy.k8s.options import DEFAULT_IMAGE
 from tests.support.cli import run_cli
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 BENCH = str(ROOT / "deploy" / "turn-bench.yaml")
 
 

@@ -16,7 +16,7 @@ from tests.support import upstream
 from tests.support.cli import run_cli
 from tests.support.json_shapes import assert_shape
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 FILES = upstream.deploy_files()
 
 
@@ -164,7 +164,7 @@ def test_render_does_not_touch_the_input(tmp_path: Path, capsys: pytest.CaptureF
 def test_light_commands_import_no_heavy_module(args: list[str]) -> None:
     probe = (
         "import sys\n"
-        "from omni_deploy.cli import main\n"
+        "from omni_deploy.cli.app import main\n"
         f"code = main({args!r})\n"
         "heavy = [m for m in ('torch', 'onnx', 'onnxruntime', 'vllm', 'vllm_omni') if m in sys.modules]\n"
         "assert not heavy, heavy\n"
@@ -179,7 +179,7 @@ def test_validate_starts_without_its_slow_imports(tmp_path: Path) -> None:
     # jsonschema, versions are read without importlib.metadata, and nothing draws tables.
     probe = (
         "import sys\n"
-        "from omni_deploy.cli import main\n"
+        "from omni_deploy.cli.app import main\n"
         f"code = main(['validate', {str(ROOT / 'deploy' / 'turn-bench.yaml')!r}])\n"
         "slow = [m for m in ('jsonschema', 'importlib.metadata', 'tomllib', 'rich', 'difflib', 'shutil')"
         " if m in sys.modules]\n"

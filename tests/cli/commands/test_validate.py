@@ -10,7 +10,7 @@ import yaml
 
 from tests.support.cli import run_cli
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 NEG = ROOT / "tests" / "data" / "validate" / "negative"
 
 
@@ -140,7 +140,7 @@ def test_pre_commit_hook_definition() -> None:
 
 
 def test_every_command_has_help(capsys: pytest.CaptureFixture[str]) -> None:
-    from omni_deploy.cli import COMMANDS
+    from omni_deploy.cli.app import COMMANDS
 
     for name in COMMANDS:
         result = run_cli(capsys, name, "--help")

@@ -1,4 +1,4 @@
-"""`validate --fix` and `--diff` in a temporary project: each promise of omni_deploy/cli_fix.py."""
+"""`validate --fix` and `--diff` in a temporary project: each promise of omni_deploy/cli/fix.py."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 
 from tests.support.cli import run_cli
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 BASE = (ROOT / "tests" / "data" / "validate" / "base_minicpmo.yaml").resolve()
 
 # Typos in keys and a quoted boolean, among comments, blank lines, flow style and odd quoting.
@@ -174,8 +174,8 @@ def test_a_rename_that_would_duplicate_a_key_is_not_offered(
 
 def test_a_fixed_text_that_does_not_validate_is_not_written(tmp_path: Path) -> None:
     # A fix whose result no longer loads (made by hand: the checks make none such) is refused.
-    from omni_deploy.cli_fix import fix_files
-    from omni_deploy.inputs import Input
+    from omni_deploy.cli.file_args import Input
+    from omni_deploy.cli.fix import fix_files
     from omni_deploy.validate.context import Options
     from omni_deploy.validate.findings import Finding, Fix
     from omni_deploy.validate.runner import FileReport, validate_file

@@ -1,4 +1,4 @@
-"""`--fix`'s writes keep the file's owner, group and mode (output/atomic.replace_file)."""
+"""`--fix`'s writes keep the file's owner, group and mode (common/output/atomic.replace_file)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from omni_deploy.output.atomic import replace_file
+from omni_deploy.common.output.atomic import replace_file
 
 
 def test_mode_is_kept(tmp_path: Path) -> None:

@@ -1,9 +1,9 @@
-"""Code frames show only a deploy file's own lines, through the redactor (output/frames.frame_lines)."""
+"""Code frames show only a deploy file's own lines, through the redactor (common/output/frames.frame_lines)."""
 
 from __future__ import annotations
 
-from omni_deploy.output.frames import frame_lines
-from omni_deploy.redact import REDACTED, redact_line, scrub_shapes
+from omni_deploy.common.output.frames import frame_lines
+from omni_deploy.common.redact import REDACTED, redact_line, scrub_shapes
 
 TOP = {"stages", "base_config", "connectors", "stage_id"}
 

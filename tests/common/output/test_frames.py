@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from omni_deploy.output.frames import frame, token_length, visible
+from omni_deploy.common.output.frames import frame, token_length, visible
 
 
 @pytest.mark.parametrize(

@@ -7,7 +7,12 @@ import re
 
 import pytest
 
-from omni_deploy.topology.crossnode import ALIASES, CROSS_NODE_CONNECTORS, PIPELINE_EDGES, SHARED_MEMORY
+from omni_deploy.deployment.topology.crossnode import (
+    ALIASES,
+    CROSS_NODE_CONNECTORS,
+    PIPELINE_EDGES,
+    SHARED_MEMORY,
+)
 from tests.support import upstream
 
 pytestmark = pytest.mark.upstream

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from omni_deploy.config.nodes import Entry, Map, Origin, Scalar
-from omni_deploy.topology.placement import PlacementError, StageUse, group_stages, stage_use
+from omni_deploy.deployment.topology.placement import PlacementError, StageUse, group_stages, stage_use
 
 AT = Origin("t.yaml", 1, 1)
 

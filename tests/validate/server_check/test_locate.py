@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from omni_deploy.deployment import Deployment
-from omni_deploy.server_check.locate import places
-from omni_deploy.server_check.run import Refusal
+from omni_deploy.deployment.model import Deployment
+from omni_deploy.validate.server_check.locate import places
+from omni_deploy.validate.server_check.run import Refusal
 
 _SEED = (
     "Diffusion stage 0 cannot consume shared engine field(s) 'seed'; use diffusion-owned fields or "

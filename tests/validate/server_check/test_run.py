@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from omni_deploy.deployment import Deployment
-from omni_deploy.server_check.locate import places
-from omni_deploy.server_check.run import Job, Refusal, check
+from omni_deploy.deployment.model import Deployment
 from omni_deploy.validate.context import Options
 from omni_deploy.validate.runner import validate_file, validate_inputs
+from omni_deploy.validate.server_check.locate import places
+from omni_deploy.validate.server_check.run import Job, Refusal, check
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 STANDIN = str(ROOT / "tests" / "support" / "standin_bin" / "server-python")
 DATA = ROOT / "tests" / "data" / "validate"
 
