@@ -1,1 +1,1 @@
-"""Pure decisions from an effective config, a platform, the environment and a host snapshot."""
+"""The speaker-embedding backend decision: its rules, the host snapshot it takes, what each platform gets, and what the server reported."""
