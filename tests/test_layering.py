@@ -2,10 +2,10 @@
 
 The layers, top first (README "Layout"): the CLI edge; bench (which starts servers through
 serve); serve, k8s and explain; the launch spec; validate and the speaker-backend decision; the
-Deployment and its topology; knowledge; config; integrations (the vLLM plugin); the speaker encoder;
-and the vocabulary and safe I/O everything may use (common). Read from the source by AST (imports
-inside functions count too, and `from omni_deploy.x import y` counts as importing `x.y`); nothing is
-imported.
+Deployment and its topology; knowledge; config; integrations (the vLLM plugin and the speaker rules
+it applies); the speaker encoder; and the vocabulary and safe I/O everything may use (common). Read
+from the source by AST (imports inside functions count too, and `from omni_deploy.x import y`
+counts as importing `x.y`); nothing is imported.
 """
 
 from __future__ import annotations
@@ -28,22 +28,15 @@ GROUPS: list[tuple[int, tuple[str, ...]]] = [
     (3, ("config",)),
     (2, ("integrations",)),
     (1, ("speaker",)),
-    # speaker_backend.rules is imported by the plugin and knowledge, below the rest of its package:
-    # it keeps the bottom layer it had as speaker_rules until the speaker import circle is broken.
-    (0, ("common", "speaker_backend.rules")),
+    (0, ("common",)),
 ]  # fmt: skip
 LAYERS = {part: layer for layer, parts in GROUPS for part in parts}
 GROUP_OF = {part: parts for _, parts in GROUPS for part in parts}
-SUBPARTS = {part for part in LAYERS if "." in part}
 
 
 def _part(module: str) -> str:
-    """`omni_deploy.serve.prepare` -> `serve`; `omni_deploy.speaker_backend.rules` -> itself."""
-    names = module.split(".")[1:]
-    for n in range(len(names), 1, -1):
-        if ".".join(names[:n]) in SUBPARTS:
-            return ".".join(names[:n])
-    return names[0]
+    """`omni_deploy.serve.prepare` -> `serve`; `omni_deploy.common.codes` -> `common`."""
+    return module.split(".")[1]
 
 
 def _is_module(dotted: str) -> bool:
@@ -69,7 +62,7 @@ SOURCES = sorted(p for p in PACKAGE.rglob("*.py") if p.name != "__init__.py" or 
 
 
 def _here(path: Path) -> str:
-    return _part(".".join(("omni_deploy", *path.relative_to(PACKAGE).with_suffix("").parts)))
+    return path.relative_to(PACKAGE).parts[0].removesuffix(".py")
 
 
 def test_every_part_has_a_layer() -> None:

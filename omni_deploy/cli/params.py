@@ -15,7 +15,7 @@ import click
 
 from omni_deploy.common.numbers import SECONDS_LIMIT, parse_count, parse_real
 from omni_deploy.config.stage_schema import PLATFORMS
-from omni_deploy.speaker_backend.rules import BACKENDS, Backend
+from omni_deploy.integrations.speaker_rules import BACKENDS, Backend
 
 T = TypeVar("T")
 

@@ -38,7 +38,7 @@ Neighbours of this module, also from issue 11:
 - finding codes: `omni_deploy/common/codes.py` (one line per code); each check declares the codes it
   reports (`@emits`, `validate/rules.py`) and documents them in its docstring (`omni-deploy rule`),
 - exit codes: `omni_deploy/cli/app.py` (`EXIT_*`, one map from error type to exit code),
-- vocabulary: backend names, speaker keys and environment variables in `omni_deploy/speaker_backend/rules.py`
+- vocabulary: backend names, speaker keys and environment variables in `omni_deploy/integrations/speaker_rules.py`
   (`Backend`, `BACKENDS`, `ENV_*`), shared defaults (model, port, timeouts) in `omni_deploy/common/defaults.py`,
   `knowledge/versions.py` (`RELEASED`, `default_target_version`), `speaker_backend/host.py` (`detect_platform`),
   finding paths in `omni_deploy/common/jsonpath.py`.

@@ -16,13 +16,7 @@ from omni_deploy.config.yaml_loader import display_path
 from omni_deploy.deployment.model import Deployment
 from omni_deploy.explain.overview import overview
 from omni_deploy.integrations.report import startup_fallback
-from omni_deploy.knowledge.versions import RELEASED
-from omni_deploy.launch.options import LaunchOptions
-from omni_deploy.launch.spec import launch_spec
-from omni_deploy.speaker_backend.decision import SpeakerDecision
-from omni_deploy.speaker_backend.host import HostCaps
-from omni_deploy.speaker_backend.refprep import Preparation, reference_preparation
-from omni_deploy.speaker_backend.rules import (
+from omni_deploy.integrations.speaker_rules import (
     ENV_REPORT_DIR,
     ENV_VERIFIED_ONLY,
     KEY_DEVICE_SPK,
@@ -33,6 +27,12 @@ from omni_deploy.speaker_backend.rules import (
     allowlist_fix,
     allowlist_near_miss,
 )
+from omni_deploy.knowledge.versions import RELEASED
+from omni_deploy.launch.options import LaunchOptions
+from omni_deploy.launch.spec import launch_spec
+from omni_deploy.speaker_backend.decision import SpeakerDecision
+from omni_deploy.speaker_backend.host import HostCaps
+from omni_deploy.speaker_backend.refprep import Preparation, reference_preparation
 
 
 @dataclass

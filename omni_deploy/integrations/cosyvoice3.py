@@ -16,8 +16,8 @@ import os
 from types import ModuleType
 from typing import Any
 
+from omni_deploy.integrations.speaker_rules import COSYVOICE3, PROCESSOR
 from omni_deploy.integrations.takeover import take_session, wrap_once
-from omni_deploy.speaker_backend.rules import COSYVOICE3, PROCESSOR
 
 
 def patch(module: ModuleType) -> None:

@@ -15,8 +15,8 @@ import os
 from types import ModuleType
 from typing import Any
 
+from omni_deploy.integrations.speaker_rules import GLM_TTS, PROCESSOR
 from omni_deploy.integrations.takeover import take_session, wrap_once
-from omni_deploy.speaker_backend.rules import GLM_TTS, PROCESSOR
 
 
 def patch(module: ModuleType) -> None:

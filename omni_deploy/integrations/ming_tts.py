@@ -15,8 +15,8 @@ from types import ModuleType
 from typing import Any
 
 from omni_deploy.integrations.minicpmo import connector_extra, stage_id
+from omni_deploy.integrations.speaker_rules import MING_TTS
 from omni_deploy.integrations.takeover import take_session, wrap_once
-from omni_deploy.speaker_backend.rules import MING_TTS
 
 
 def patch(module: ModuleType) -> None:

@@ -4,7 +4,7 @@
 and wraps `MiniCPMO45Code2Wav._build_backend`. After vllm-omni has built the token2wav core (ONNX
 Runtime session loaded, TensorRT swapped in if selected), the wrapper reads the stage's own config
 (`vllm_config.model_config.stage_connector_config["extra"]`, where Code2Wav reads its other options)
-and the stage process's environment, applies `speaker_backend.rules.choose`, and for cuda-torch puts the
+and the stage process's environment, applies `speaker_rules.choose`, and for cuda-torch puts the
 guarded encoder in the core's `_spk_model` slot, through the callable contract vllm-omni already
 supports for TensorRT (`_forward_spk_embedding` calls any non-ORT `_spk_model(feat[T, 80]) -> [1,
 192]`). Step-Audio2's core is never touched: only a core built by MiniCPM-o's Code2Wav is.
@@ -21,17 +21,7 @@ from typing import Any
 from omni_deploy.integrations.guard import session_embedder
 from omni_deploy.integrations.refprep import detach, plug
 from omni_deploy.integrations.report import Outcome, report, warn, warn_once
-from omni_deploy.integrations.takeover import (
-    admit,
-    fail_warm_up,
-    forced_cpu,
-    is_ort_session,
-    load_guard,
-    tf32_field,
-    wrap_once,
-)
-from omni_deploy.integrations.warmup import ENV_BUDGET, budget_from_env, max_num_seqs, warm_stage
-from omni_deploy.speaker_backend.rules import (
+from omni_deploy.integrations.speaker_rules import (
     CPU_ORT,
     CUDA_TORCH,
     ENV_BACKEND,
@@ -43,6 +33,16 @@ from omni_deploy.speaker_backend.rules import (
     choose,
     reads_device_spk,
 )
+from omni_deploy.integrations.takeover import (
+    admit,
+    fail_warm_up,
+    forced_cpu,
+    is_ort_session,
+    load_guard,
+    tf32_field,
+    wrap_once,
+)
+from omni_deploy.integrations.warmup import ENV_BUDGET, budget_from_env, max_num_seqs, warm_stage
 
 
 def build_backend_problem(code2wav_cls: Any) -> str | None:
@@ -57,7 +57,7 @@ def build_backend_problem(code2wav_cls: Any) -> str | None:
 
 def reads_device_spk_itself(code2wav_module: Any) -> bool:
     """Whether this vllm-omni's Code2Wav reads token2wav_device_spk itself: the rule explain --probe
-    applies to the installed file (`speaker_backend.rules.reads_device_spk`), here on the imported module."""
+    applies to the installed file (`speaker_rules.reads_device_spk`), here on the imported module."""
     try:
         return reads_device_spk(inspect.getsource(code2wav_module))
     except (OSError, TypeError):

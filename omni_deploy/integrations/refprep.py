@@ -28,7 +28,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from omni_deploy.speaker_backend.rules import Choice, choose_prepare
+from omni_deploy.integrations.speaker_rules import Choice, choose_prepare
 
 CODE2WAV_MODULE = "vllm_omni.model_executor.models.minicpmo_4_5.minicpmo_4_5_code2wav"
 BATCHED_MODULE = "vllm_omni.model_executor.models.minicpmo_4_5.batched_token2wav"

@@ -23,7 +23,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from omni_deploy.speaker_backend.rules import ENV_REPORT_DIR, LOG_PREFIX, LOGGER_NAME, REPORT_MARK
+from omni_deploy.integrations.speaker_rules import ENV_REPORT_DIR, LOG_PREFIX, LOGGER_NAME, REPORT_MARK
 
 WARNING_PREFIX = f"{LOG_PREFIX} "
 REPORT_SCHEMA = 1

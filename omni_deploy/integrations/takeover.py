@@ -18,8 +18,7 @@ from typing import Any
 
 from omni_deploy.integrations.guard import GuardedSpeakerModel
 from omni_deploy.integrations.report import Outcome, report, warn, warn_once
-from omni_deploy.integrations.targets import BY_MODEL, shape_problems
-from omni_deploy.speaker_backend.rules import (
+from omni_deploy.integrations.speaker_rules import (
     CPU_ORT,
     DEFAULT_MAX_FAILURES,
     ENV_ALLOW_CPU,
@@ -28,6 +27,7 @@ from omni_deploy.speaker_backend.rules import (
     Model,
     version_verdict,
 )
+from omni_deploy.integrations.targets import BY_MODEL, shape_problems
 
 
 def vllm_omni_version() -> str | None:
@@ -289,7 +289,7 @@ def _decide(
     outcome: Outcome,
 ) -> GuardedSpeakerModel | None:
     from omni_deploy.integrations.guard import session_embedder
-    from omni_deploy.speaker_backend.rules import CUDA_TORCH, choose_for
+    from omni_deploy.integrations.speaker_rules import CUDA_TORCH, choose_for
 
     admission = admit(model)
     outcome.vllm_omni = admission.version

@@ -16,7 +16,14 @@ import ast
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from omni_deploy.speaker_backend.rules import CODE2WAV_MODULE, COSYVOICE3, GLM_TTS, MING_TTS, MINICPMO, Model
+from omni_deploy.integrations.speaker_rules import (
+    CODE2WAV_MODULE,
+    COSYVOICE3,
+    GLM_TTS,
+    MING_TTS,
+    MINICPMO,
+    Model,
+)
 
 MODELS_PKG = "vllm_omni.model_executor.models"
 

@@ -7,7 +7,7 @@ workers, Ray workers). `register()` imports nothing heavy: it records, per model
 omni-deploy's encoder, torch, onnx or onnxruntime on the plugin's account.
 
 The patches (one module each: minicpmo, cosyvoice3, glm_tts, ming_tts) apply the rules of
-`omni_deploy.speaker_backend.rules` to the process's own config and environment and, where they give
+`omni_deploy.integrations.speaker_rules` to the process's own config and environment and, where they give
 cuda-torch, put omni-deploy's encoder for the same campplus.onnx in front of the ONNX Runtime
 session vllm-omni loaded, behind a guard (`integrations.guard`): every embedding is checked, a
 failure or a bad embedding is answered by ONNX Runtime, and N failures in a row retire the encoder.

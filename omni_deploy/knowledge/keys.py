@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from omni_deploy.config.stage_schema import STAGE_ENGINE_FIELDS
-from omni_deploy.speaker_backend.rules import (
+from omni_deploy.integrations.speaker_rules import (
     DEFAULT_DEVICE_PREPARE,
     ENV_TRT,
     KEY_ALLOW_TF32,
@@ -27,7 +27,7 @@ from omni_deploy.speaker_backend.rules import (
     KEY_DEVICE_SPK,
     KEY_TRT,
 )
-from omni_deploy.speaker_backend.rules import DEFAULTS as SPK_DEFAULTS
+from omni_deploy.integrations.speaker_rules import DEFAULTS as SPK_DEFAULTS
 
 NO_DEFAULT = object()
 
@@ -250,7 +250,7 @@ CODE2WAV: list[Key] = [
     _k("prompt_cache_id", "code2wav", STR, "HT_ref_audio", "Cache id of the default voice."),
     _k("prompt_wav", "code2wav", STR, None, "Default reference voice (default <model>/assets/HT_ref_audio.wav)."),
     # Read by omni-deploy's vLLM plugin; no vllm-omni release reads them.
-    # Names and defaults from speaker_backend.rules, the table the plugin applies.
+    # Names and defaults from speaker_rules, the table the plugin applies.
     _k(KEY_ALLOW_TF32, "code2wav", BOOL, SPK_DEFAULTS[KEY_ALLOW_TF32], "TF32 matmuls for the CUDA CAM++ "
        "speaker embedding and the batched reference preparation; its S3 tokens equal vllm-omni's per-voice "
        "tokens computed under the same setting (true: with TF32 matmuls, a few in a thousand differ from "

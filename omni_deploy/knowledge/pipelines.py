@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from omni_deploy.config.nodes import Map, Scalar
-from omni_deploy.speaker_backend.rules import MODELS
+from omni_deploy.integrations.speaker_rules import MODELS
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from omni_deploy.common import defaults
 from omni_deploy.common.errors import UsageProblem
 from omni_deploy.common.numbers import MAX_DIGITS
-from omni_deploy.speaker_backend.rules import Backend
+from omni_deploy.integrations.speaker_rules import Backend
 
 
 class PlanError(UsageProblem):

@@ -12,9 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from omni_deploy.common.redact import redact_argv, redact_env
-from omni_deploy.launch.options import LaunchOptions
-from omni_deploy.speaker_backend.decision import SpeakerDecision
-from omni_deploy.speaker_backend.rules import (
+from omni_deploy.integrations.speaker_rules import (
     ENV_BACKEND,
     ENV_RAY_EXTRA_VARS,
     ENV_REPORT_DIR,
@@ -23,6 +21,8 @@ from omni_deploy.speaker_backend.rules import (
     ray_copies,
     ray_fix,
 )
+from omni_deploy.launch.options import LaunchOptions
+from omni_deploy.speaker_backend.decision import SpeakerDecision
 
 
 @dataclass

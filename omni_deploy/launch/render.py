@@ -13,7 +13,7 @@ from omni_deploy.config.nodes import Entry, Map, Origin, Scalar
 from omni_deploy.config.render import to_yaml, yaml_comment
 from omni_deploy.config.yaml_loader import display_path
 from omni_deploy.deployment.model import Deployment
-from omni_deploy.speaker_backend.rules import CPU_ORT, CUDA_TORCH, TENSORRT, Backend
+from omni_deploy.integrations.speaker_rules import CPU_ORT, CUDA_TORCH, TENSORRT, Backend
 
 
 @dataclass(frozen=True)

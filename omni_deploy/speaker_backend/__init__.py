@@ -1,1 +1,1 @@
-"""The speaker-embedding backend decision: its rules, the host snapshot it takes, what each platform gets, and what the server reported."""
+"""The speaker-embedding backend decision: the host snapshot it takes, what each platform gets, and what the server reported."""

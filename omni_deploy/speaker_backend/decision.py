@@ -1,6 +1,6 @@
 """Where MiniCPM-o 4.5's Code2Wav computes CAM++ speaker embeddings, in what precision, and why.
 
-The rules themselves are `omni_deploy.speaker_backend.rules.choose`, the function omni-deploy's vLLM plugin
+The rules themselves are `omni_deploy.integrations.speaker_rules.choose`, the function omni-deploy's vLLM plugin
 applies inside the Code2Wav stage; this module feeds it the deploy file's settings and the stage's
 environment (the process environment plus the stage's `runtime.env` from the file) and adds what
 the plugin cannot know beforehand: where each setting came from (file:line:col), what this host can
@@ -17,11 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from omni_deploy.common.install_hint import install_hint
 from omni_deploy.config.nodes import Map, Node, Scalar, child_path, to_plain
-from omni_deploy.knowledge.keys import by_place
-from omni_deploy.knowledge.pipelines import PipelineInfo
-from omni_deploy.knowledge.versions import RELEASED
-from omni_deploy.speaker_backend.host import HostCaps
-from omni_deploy.speaker_backend.rules import (
+from omni_deploy.integrations.speaker_rules import (
     CPU_ORT,
     CUDA_TORCH,
     DECISION_ENV,
@@ -45,6 +41,10 @@ from omni_deploy.speaker_backend.rules import (
     ray_view,
     version_verdict,
 )
+from omni_deploy.knowledge.keys import by_place
+from omni_deploy.knowledge.pipelines import PipelineInfo
+from omni_deploy.knowledge.versions import RELEASED
+from omni_deploy.speaker_backend.host import HostCaps
 
 if TYPE_CHECKING:
     from omni_deploy.deployment.model import Deployment
@@ -103,7 +103,7 @@ class Setting:
 
 def _setting(extra: Map | None, path: str, name: str) -> Setting:
     """The knob as set in the Code2Wav extra, else its default from the knowledge table (which takes
-    the three speaker keys' defaults from speaker_backend.rules, the plugin's table)."""
+    the three speaker keys' defaults from speaker_rules, the plugin's table)."""
     node: Node | None = extra.get(name) if extra is not None else None
     if isinstance(node, Scalar):
         return Setting(child_path(path, name), node.value, str(node.origin), True)

@@ -18,8 +18,7 @@ from typing import Any
 
 from omni_deploy.common import guarded
 from omni_deploy.common.bundled import installed_version, installed_version_problem, installed_vllm_omni_dir
-from omni_deploy.knowledge.versions import major_minor
-from omni_deploy.speaker_backend.rules import (
+from omni_deploy.integrations.speaker_rules import (
     CODE2WAV_MODULE,
     ENV_REPORT_DIR,
     ENV_VERIFIED_ONLY,
@@ -32,6 +31,7 @@ from omni_deploy.speaker_backend.rules import (
     reads_device_spk,
     report_line_logged,
 )
+from omni_deploy.knowledge.versions import major_minor
 
 MAX_GPUS = 64  # more lines than any node has GPUs: the rest is noise
 MAX_MODULE_BYTES = 8 * 1024 * 1024  # vllm-omni's largest module is under 200 KiB

@@ -1,6 +1,6 @@
 """Where CosyVoice3, GLM-TTS and Ming-TTS compute CAM++ speaker embeddings in vllm-omni 0.30.0, and
 why: the same decision `speaker_backend.decision` makes for MiniCPM-o 4.5's Code2Wav, for the other models
-omni-deploy's plugin gives the CUDA path (`speaker_backend.rules.MODELS`, `speaker_backend.rules.choose_for`).
+omni-deploy's plugin gives the CUDA path (`speaker_rules.MODELS`, `speaker_rules.choose_for`).
 
 - Ming-TTS embeds in its stage-0 process: the deploy file decides (`ming_device_spk` in the extra
   of that stage's connector to stage 1, default true), env OMNI_DEPLOY_SPK_BACKEND in that stage's
@@ -17,18 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from omni_deploy.common.errors import OmniDeployError
 from omni_deploy.config.nodes import Map, Scalar, child_path
-from omni_deploy.speaker_backend.decision import (
-    Fallback,
-    Reason,
-    SpeakerDecision,
-    StageEnv,
-    _stage_env,
-    plugin_cannot_act,
-    ray_env_warnings,
-    ray_stages,
-)
-from omni_deploy.speaker_backend.host import HostCaps
-from omni_deploy.speaker_backend.rules import (
+from omni_deploy.integrations.speaker_rules import (
     COSYVOICE3,
     CPU_ORT,
     CUDA_TORCH,
@@ -46,6 +35,17 @@ from omni_deploy.speaker_backend.rules import (
     choose_for,
     cosyvoice3_trt_enabled,
 )
+from omni_deploy.speaker_backend.decision import (
+    Fallback,
+    Reason,
+    SpeakerDecision,
+    StageEnv,
+    _stage_env,
+    plugin_cannot_act,
+    ray_env_warnings,
+    ray_stages,
+)
+from omni_deploy.speaker_backend.host import HostCaps
 
 if TYPE_CHECKING:
     from omni_deploy.deployment.model import Deployment

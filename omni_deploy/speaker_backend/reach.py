@@ -17,9 +17,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from omni_deploy.integrations.speaker_rules import CPU_ORT, CUDA_TORCH, TENSORRT
 from omni_deploy.knowledge.target import TargetReads
 from omni_deploy.speaker_backend.decision import Reason, SpeakerDecision
-from omni_deploy.speaker_backend.rules import CPU_ORT, CUDA_TORCH, TENSORRT
 
 RELEASE_OWN = "vllm-omni's own"
 

@@ -2,7 +2,7 @@
 stage's GPU (omni-deploy's plugin, `token2wav_device_prepare`) or one by one (vllm-omni's own
 `_prepare_prompt`).
 
-The rule is `omni_deploy.speaker_backend.rules.choose_prepare`, the function the plugin applies in the
+The rule is `omni_deploy.integrations.speaker_rules.choose_prepare`, the function the plugin applies in the
 stage; this module feeds it the deploy file's setting and the speaker decision as carried out
 (speaker_backend/decision.py, then speaker_backend/reach.py for the target release): the batched pass embeds through
 the plugin's CUDA CAM++ encoder, so it runs only where the plugin provides that path.
@@ -14,8 +14,8 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 from omni_deploy.config.nodes import Scalar, child_path, to_plain
+from omni_deploy.integrations.speaker_rules import CUDA_TORCH, KEY_DEVICE_PREPARE, choose_prepare
 from omni_deploy.knowledge.keys import by_place
-from omni_deploy.speaker_backend.rules import CUDA_TORCH, KEY_DEVICE_PREPARE, choose_prepare
 
 if TYPE_CHECKING:
     from omni_deploy.deployment.model import Deployment

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from omni_deploy.integrations.report import read_files, startup_fallback
-from omni_deploy.speaker_backend.rules import LOG_PREFIX, PLUGIN_NAME, PLUGINS_ALLOWLIST_ENV, REPORT_MARK
+from omni_deploy.integrations.speaker_rules import LOG_PREFIX, PLUGIN_NAME, PLUGINS_ALLOWLIST_ENV, REPORT_MARK
 
 WARNING_MARK = LOG_PREFIX  # the plugin's warnings begin with it
 _FIELD = re.compile(r"([a-z][a-z0-9-]*)=(\S+)")

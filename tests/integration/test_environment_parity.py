@@ -1,4 +1,4 @@
-"""speaker_backend.rules' mirrors of vLLM's reading of the environment, against vLLM 0.30.0's own code: the
+"""speaker_rules' mirrors of vLLM's reading of the environment, against vLLM 0.30.0's own code: the
 VLLM_PLUGINS allowlist (vllm/envs.py, vllm/plugins/__init__.py), what its Ray executor copies to
 workers (vllm/ray/ray_env.py), and whether an INFO line of a `vllm.` logger is printed
 (vllm/logger.py). `explain --probe` and serve say what these mirrors say, so they must be what vLLM does.
@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from omni_deploy.speaker_backend.rules import (
+from omni_deploy.integrations.speaker_rules import (
     ENV_BACKEND,
     ENV_RAY_EXTRA_PREFIXES,
     ENV_RAY_EXTRA_VARS,

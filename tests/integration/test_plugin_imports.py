@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from omni_deploy.speaker_backend.rules import CODE2WAV_MODULE
+from omni_deploy.integrations.speaker_rules import CODE2WAV_MODULE
 
 pytest.importorskip("vllm_omni")
 pytest.importorskip("vllm")

@@ -166,7 +166,7 @@ def test_will_prepare_matches_vllm_omnis_loops() -> None:
 
 
 def test_the_deploy_files_key_decides_the_stage(model_dir: Path) -> None:
-    from omni_deploy.speaker_backend.rules import KEY_DEVICE_PREPARE, choose
+    from omni_deploy.integrations.speaker_rules import KEY_DEVICE_PREPARE, choose
 
     def stage(extra: dict[str, Any]) -> tuple[Any, str, list[str]]:
         code2wav = build(model_dir)
@@ -195,7 +195,7 @@ def test_the_deploy_files_key_decides_the_stage(model_dir: Path) -> None:
 def test_the_stages_precision_policy_reaches_the_preparation(model_dir: Path, allow_tf32: bool) -> None:
     """token2wav_allow_tf32 of the deploy file is the policy the batched pass runs under (issue 30):
     an operator's `false` must not be left at the preparer's default."""
-    from omni_deploy.speaker_backend.rules import KEY_ALLOW_TF32, choose
+    from omni_deploy.integrations.speaker_rules import KEY_ALLOW_TF32, choose
 
     code2wav = build(model_dir)
     core = code2wav.backend._token2wav._core
@@ -216,7 +216,7 @@ def test_the_plugins_patch_hooks_the_stage_behind_its_guard(
 
     from omni_deploy.integrations import import_hooks, report, takeover, vllm_plugin
     from omni_deploy.integrations.guard import GuardedSpeakerModel
-    from omni_deploy.speaker_backend.rules import LOGGER_NAME, REPORT_MARK
+    from omni_deploy.integrations.speaker_rules import LOGGER_NAME, REPORT_MARK
 
     monkeypatch.delenv("OMNI_DEPLOY_SPK_BACKEND", raising=False)
     monkeypatch.delenv("MINICPMO_TOKEN2WAV_TRT", raising=False)

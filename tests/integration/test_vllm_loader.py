@@ -35,8 +35,8 @@ from vllm_omni.model_executor.models.minicpmo_4_5 import minicpmo_4_5_code2wav a
 
 from omni_deploy.integrations import import_hooks, refprep, report, takeover, vllm_plugin
 from omni_deploy.integrations.guard import GuardedSpeakerModel, SessionFacade
+from omni_deploy.integrations.speaker_rules import LOGGER_NAME, REPORT_MARK
 from omni_deploy.speaker.inputs import synthetic_one
-from omni_deploy.speaker_backend.rules import LOGGER_NAME, REPORT_MARK
 from tests.integration import code2wav_standin, vllm_loading
 from tests.integration.test_other_models import (  # noqa: F401  (plugin, glm_dir: fixtures used below)
     _cosine,

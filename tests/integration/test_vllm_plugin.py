@@ -31,9 +31,9 @@ from vllm_omni.model_executor.models.step_audio2 import step_audio2_token2wav as
 
 from omni_deploy.integrations import import_hooks, minicpmo, report, takeover, vllm_plugin
 from omni_deploy.integrations.guard import GuardedSpeakerModel
+from omni_deploy.integrations.speaker_rules import LOGGER_NAME, REPORT_MARK
 from omni_deploy.integrations.targets import BY_MODEL, shape_problems
 from omni_deploy.speaker.encoder import SpeakerEncoder
-from omni_deploy.speaker_backend.rules import LOGGER_NAME, REPORT_MARK
 
 pytestmark = pytest.mark.vllm
 

@@ -1,4 +1,4 @@
-"""speaker_backend.rules: the rules the plugin applies and explain mirrors, for every model, and the mirrors
+"""speaker_rules: the rules the plugin applies and explain mirrors, for every model, and the mirrors
 of vLLM's and vllm-omni's own reading of the environment (the vllm tier checks them against
 vLLM's code: tests/integration/test_environment_parity.py), and their one answer to "does this
 vllm-omni read token2wav_device_spk itself?", which the plugin (on the imported module) and
@@ -10,8 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from omni_deploy.speaker_backend import host
-from omni_deploy.speaker_backend.rules import (
+from omni_deploy.integrations.speaker_rules import (
     CODE2WAV_MODULE,
     COSYVOICE3,
     CPU_ORT,
@@ -33,6 +32,7 @@ from omni_deploy.speaker_backend.rules import (
     report_line_logged,
     version_verdict,
 )
+from omni_deploy.speaker_backend import host
 from tests.support import upstream
 
 

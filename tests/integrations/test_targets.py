@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from omni_deploy.integrations.speaker_rules import MODELS, VERIFIED_VLLM_OMNI
 from omni_deploy.integrations.targets import BY_MODEL, TARGETS, Shape, shape_problem, shape_problems
 from omni_deploy.knowledge.versions import RELEASES
-from omni_deploy.speaker_backend.rules import MODELS, VERIFIED_VLLM_OMNI
 
 SOURCE = """
 from .voice_clone import load_voice_clone_frontend as loader

@@ -17,13 +17,13 @@ import pytest
 from omni_deploy.common.errors import ConfigError, OmniDeployError
 from omni_deploy.deployment.model import Deployment
 from omni_deploy.explain.explanation import explain
+from omni_deploy.integrations.speaker_rules import DECISION_ENV
 from omni_deploy.k8s.build import build
 from omni_deploy.k8s.options import K8sOptions
 from omni_deploy.launch.options import LaunchOptions
 from omni_deploy.serve.prepare import prepare
 from omni_deploy.serve.request import ServeRequest
 from omni_deploy.speaker_backend.host import assumed_host, probe_host
-from omni_deploy.speaker_backend.rules import DECISION_ENV
 from omni_deploy.validate.context import Options
 from omni_deploy.validate.runner import validate_deployment
 from tests.support.cli import run_cli

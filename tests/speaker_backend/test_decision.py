@@ -143,7 +143,7 @@ def test_tf32_from_the_environment() -> None:
 
 
 def test_the_resolver_and_the_plugin_share_one_rule_table() -> None:
-    from omni_deploy.speaker_backend.rules import DEFAULTS, choose
+    from omni_deploy.integrations.speaker_rules import DEFAULTS, choose
 
     for extra, env, backend in [
         ({}, {}, CUDA_TORCH),

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from omni_deploy.integrations.report import Outcome, report
-from omni_deploy.speaker_backend.rules import LOGGER_NAME
+from omni_deploy.integrations.speaker_rules import LOGGER_NAME
 from omni_deploy.speaker_backend.server_report import parse_report_line, read_report, summary_lines
 
 

@@ -9,7 +9,7 @@ import click
 from omni_deploy.cli.file_options import file_argument, stdin_filename_option
 from omni_deploy.cli.params import PipelineType, PlatformType, backend_choice, output_option
 from omni_deploy.cli.settings import target_version_option
-from omni_deploy.speaker_backend.rules import BACKENDS
+from omni_deploy.integrations.speaker_rules import BACKENDS
 
 
 @click.command(short_help="Where CAM++ runs, in what precision, and why.")

@@ -9,9 +9,9 @@ import click
 from omni_deploy.cli.file_options import file_argument
 from omni_deploy.cli.params import PORT, PlatformType, backend_choice, output_option, seconds
 from omni_deploy.cli.settings import target_version_option
+from omni_deploy.integrations.speaker_rules import BACKENDS
 from omni_deploy.launch.options import LaunchOptions
 from omni_deploy.serve.request import ServeRequest
-from omni_deploy.speaker_backend.rules import BACKENDS
 
 
 def _echo(text: str, err: bool) -> None:

@@ -1,10 +1,10 @@
-"""The rule for token2wav_device_prepare (speaker_backend.rules.choose_prepare), on top of choose's answer."""
+"""The rule for token2wav_device_prepare (speaker_rules.choose_prepare), on top of choose's answer."""
 
 from __future__ import annotations
 
 import pytest
 
-from omni_deploy.speaker_backend.rules import (
+from omni_deploy.integrations.speaker_rules import (
     CPU_ORT,
     CUDA_TORCH,
     KEY_DEVICE_PREPARE,
