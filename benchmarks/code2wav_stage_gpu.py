@@ -322,6 +322,54 @@ class Requests:
         return seconds, finite
 
 
+class Phases:
+    """Where one forward's time goes: the stage's per-voice steps, each timed between device
+    synchronisations (instance attributes wrapped, the classes untouched). Installed only for the
+    breakdown calls after the timed ones: the synchronisations would change what they time."""
+
+    def __init__(self, model: Any, device: str) -> None:
+        self.device, self.ms = device, {}  # type: ignore[var-annotated]
+        backend = model.backend
+        targets = [(model, "_materialize_runtime_prompt", "materialize (sha256, WAV write)"),
+                   (backend, "prepare_prompt", "prepare_prompt (the hook and vllm-omni's own)"),
+                   (backend, "setup_batch", "setup_batch"),
+                   (backend, "decode_batch", "decode_batch"),
+                   (backend, "decode_ragged_batch", "decode_ragged_batch")]  # fmt: skip
+        state = getattr(model, "_omni_deploy_refprep", None)
+        if state is not None:
+            targets += [
+                (state, "decode", "hook: read the WAV"),
+                (state.preparer, "prepare", "hook: batched pass"),
+            ]
+        for owner, name, label in targets:
+            if hasattr(owner, name):
+                setattr(owner, name, self._timed(getattr(owner, name), label))
+
+    def _timed(self, fn: Any, label: str) -> Any:
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            sync(self.device)
+            start = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                sync(self.device)
+                self.ms[label] = self.ms.get(label, 0.0) + 1000 * (time.perf_counter() - start)
+
+        return timed
+
+    def take(self) -> dict[str, float]:
+        out, self.ms = self.ms, {}
+        return out
+
+
+def mean_phases(calls: list[tuple[float, dict[str, float]]]) -> dict[str, float]:
+    """Per label the mean ms per call; `forward` is the whole call (with the synchronisations)."""
+    labels = sorted({label for _, phases in calls for label in phases})
+    out = {"forward": round(1000 * statistics.fmean(s for s, _ in calls), 2)}
+    out.update({label: round(statistics.fmean(p.get(label, 0.0) for _, p in calls), 2) for label in labels})
+    return out
+
+
 def sync(device: str) -> None:
     import torch
 
@@ -334,6 +382,24 @@ def spread(values: list[float]) -> dict[str, float]:
     p90 = ordered[min(len(ordered) - 1, round(0.9 * (len(ordered) - 1)))]
     return {"p50_ms": round(1000 * statistics.median(ordered), 2), "p90_ms": round(1000 * p90, 2),
             "min_ms": round(1000 * ordered[0], 2), "n": len(ordered)}  # fmt: skip
+
+
+def breakdown(model: Any, requests: Requests, args: argparse.Namespace, sizes: list[int]) -> dict[str, Any]:
+    """`args.breakdown` calls per size, new voices then cached, with the per-voice steps timed."""
+    phases = Phases(model, args.device)
+    out: dict[str, Any] = {}
+    for size in sizes:
+        new_calls, cached_calls = [], []
+        for _ in range(args.breakdown):
+            new_calls.append((requests.call(requests.voices(size))[0], phases.take()))
+        same = requests.voices(size)
+        requests.call(same)
+        phases.take()
+        for _ in range(args.breakdown):
+            cached_calls.append((requests.call(same)[0], phases.take()))
+        out[f"phases_new_{size}"] = mean_phases(new_calls)
+        out[f"phases_cached_{size}"] = mean_phases(cached_calls)
+    return out
 
 
 def worker(args: argparse.Namespace) -> dict[str, Any]:
@@ -401,6 +467,8 @@ def worker(args: argparse.Namespace) -> dict[str, Any]:
                 timed(same)  # prepared and cached here
                 cached = [timed(same) for _ in range(args.iters)]
                 result[f"new_{size}"], result[f"cached_{size}"] = spread(new), spread(cached)
+        if not args.dtype_check and args.breakdown:
+            result.update(breakdown(model, requests, args, sizes))
     except Exception as exc:
         import traceback
 
@@ -431,6 +499,7 @@ def run_case(
                "--worker-out", out]  # fmt: skip
     command += ["--small"] if args.small else []
     command += ["--dtype-check"] if dtype_check else []
+    command += ["--breakdown", str(args.breakdown)]
     env = {**os.environ, "PYTHONPATH": _pythonpath(), "PYTHONUNBUFFERED": "1"}
     if args.device == "cpu":
         env["OMNI_DEPLOY_SPK_ALLOW_CPU"] = "1"  # the CPU stands in for CUDA
@@ -485,6 +554,17 @@ def table(results: list[dict[str, Any]]) -> str:
     return "\n".join(rows)
 
 
+def phase_table(results: list[dict[str, Any]]) -> str:
+    """The breakdown calls: mean ms per call of each per-voice step, new voices and cached."""
+    rows = ["| case | N | voices | step | ms per call |", "| --- | --- | --- | --- | --- |"]
+    for r in results:
+        for size in SIZES:
+            for kind in ("new", "cached"):
+                for label, ms in (r.get(f"phases_{kind}_{size}") or {}).items():
+                    rows.append(f"| ({r['case']}) | {size} | {kind} | {label} | {ms} |")
+    return "\n".join(rows)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--device", default="cuda")
@@ -498,6 +578,9 @@ def main() -> int:
         "--dtypes", default="float16,float32", help="loader contexts checked with (c) besides bf16"
     )
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--breakdown", type=int, default=3,
+                        help="after the timed calls, this many calls per size with each per-voice step timed "
+                             "between synchronisations (0: none)")  # fmt: skip
     parser.add_argument("--case-timeout", type=int, default=420)
     parser.add_argument(
         "--work", type=Path, default=None, help="folder for the assets (default: a temporary one)"
@@ -541,6 +624,7 @@ def main() -> int:
         "dtype_checks": checks,
     }
     print(table(results))
+    print(phase_table(results))
     for r in [*results, *checks]:
         print(f"({r['case']}) {r['dtype']}: report={r.get('report')} finite={r.get('finite')} "
               f"cuda_errors={r.get('cuda_errors')} errors={r.get('errors')}")  # fmt: skip

@@ -80,7 +80,10 @@ POLICY_VARIANTS: dict[str, dict[str, Any]] = {
     "batched": {},  # the route the policy chooses, rechecks batched
     "batched, no recheck": {"margin": -1.0},
     "batched, device route": {"route": "device"},  # the all-GPU front end, whatever the policy
-    "batched, own-shapes graphs": {"route": "own-shapes", "own_shape_graphs": True},  # opt-in
+    "batched, own-shapes eagerly": {
+        "route": "own-shapes",
+        "own_shape_graphs": False,
+    },  # before issue 30's end
 }
 
 
@@ -157,6 +160,13 @@ def timed(fn: Callable[[], Any], repeats: int, warmup: int = 2) -> list[float]:
         sync()
         out.append((time.perf_counter() - start) * 1000.0)
     return out
+
+
+def memory() -> tuple[float, float]:
+    """MiB allocated and reserved by torch's allocator on the current device (0, 0 on the CPU)."""
+    if not torch.cuda.is_available():
+        return 0.0, 0.0
+    return torch.cuda.memory_allocated() / 2**20, torch.cuda.memory_reserved() / 2**20
 
 
 def summary(samples: list[float]) -> dict[str, float]:
@@ -341,19 +351,34 @@ class Bench:
                 self.save()
             row["targets"] = policy_targets(policy, row)
             self.save()
+            if allow_tf32:  # the default before own-shapes graphs (no capture in its warm-up)
+                row["first_call_after_warm_up, own-shapes eagerly"] = self.first_call(
+                    allow_tf32, {"own_shape_graphs": False}, budget_s=120.0
+                )
+                self.save()
 
-    def first_call(self, allow_tf32: bool) -> dict[str, Any]:
-        """A fresh preparer (its own S3 graphs: none yet), `warm_up`, then the first call of each N."""
-        preparer = self.make_for(allow_tf32, {})
+    def first_call(
+        self, allow_tf32: bool, options: dict[str, Any] | None = None, budget_s: float | None = None
+    ) -> dict[str, Any]:
+        """A fresh preparer (its own S3 graphs: none yet), `warm_up`, then the first call of each N;
+        the device memory the warm-up left held (allocated and reserved by torch's allocator,
+        graph pools included)."""
+        preparer = self.make_for(allow_tf32, options or {})
+        sync()
+        allocated, reserved = memory()
         start = time.perf_counter()
-        done = preparer.warm_up(self.args.warm_voices)
+        done = preparer.warm_up(self.args.warm_voices, budget_s=budget_s)
         sync()
         result: dict[str, Any] = {
+            "options": options or {},
             "warm_up_ms": (time.perf_counter() - start) * 1000.0,
             "route": done.route,
             "graphs_captured_by_warm_up": done.graphs_captured,
             "warm_up_passes": done.passes,
+            "warm_up_skipped": done.skipped,
         }
+        after = memory()
+        result["warm_up_memory_mib"] = {"allocated": after[0] - allocated, "reserved": after[1] - reserved}
         for n in _ints(self.args.policy_sizes):
             before = preparer._tokens.graphs
             start = time.perf_counter()
@@ -713,7 +738,8 @@ def report_policies(record: dict[str, Any]) -> str:
     ]
     for policy, row in record.get("policies", {}).items():
         lines.append(f"policy {policy} (token2wav_allow_tf32 {row['token2wav_allow_tf32']})")
-        lines.append("  first call after warm-up: " + json.dumps(row.get("first_call_after_warm_up")))
+        for key in sorted(k for k in row if k.startswith("first_call_after_warm_up")):
+            lines.append(f"  {key.replace('_', ' ')}: " + json.dumps(row[key]))
         for n, cell in row.get("timings", {}).items():
             for name, value in cell.items():
                 if "median_ms" in value:

@@ -340,6 +340,22 @@ def test_warm_up_stops_at_its_budget(core: Any, standin_onnx: Path) -> None:
     assert prep.warm_up(2, budget_s=1e9).skipped == 0
 
 
+def test_own_shape_graphs_are_the_default_and_the_cpu_runs_them_eagerly(
+    core: Any, wavs: list[Path], upstream: list[tuple[Any, torch.Tensor]], standin_onnx: Path
+) -> None:
+    """The TF32 policy's route captures a graph per mel length on CUDA by default (issue 30); on
+    the CPU there are no graphs: its warm-up captures none and the route still gives vllm-omni's
+    tokens."""
+    prep = preparer(core, standin_onnx, route="own-shapes")
+    assert prep.own_shape_graphs and prep._tokens.own_shape_graphs
+    assert not prep._tokens.own_graph_frames(400)  # the CPU
+    done = prep.warm_up(2)
+    assert done.route == "own-shapes" and done.graphs_captured == 0 and prep._tokens.graphs == 0
+    got, _ = prep.prepare([decoded(p) for p in wavs[:2]])
+    for out, ((tokens, *_), _) in zip(got, upstream[:2], strict=True):
+        assert out is not None and torch.equal(out.speech_tokens, tokens)
+
+
 def test_the_tokenizers_inputs_are_checked(core: Any) -> None:
     """A wrong dtype, shape or plan raises a Python error before any copy or launch."""
     from omni_deploy.speaker.refprep.s3_tokens import S3Batcher

@@ -134,7 +134,10 @@ class ReferencePreparer:
     split_k: bool = True  # CUDA: the S3 tokenizer's products with few rows cut along their depth
     min_embedding_norm: float = 1e-6  # the vLLM plugin's guard refuses smaller norms
     cuda_graphs: bool = True
-    own_shape_graphs: bool = False  # CUDA, own-shapes route: a graph per mel length (s3_tokens.py)
+    # CUDA, own-shapes route (the TF32 policy): a graph per mel length of 1-6 s (s3_tokens.py),
+    # captured by warm_up. On an H200 (docs/benchmarks.md, issue 30): exact tokens, 1 / 8 / 32
+    # voices 7.5 / 31 / 81 ms against 12 / 63 / 282 ms eagerly, for about 9 s more warm-up.
+    own_shape_graphs: bool = True
     streams: bool = True  # CUDA: the flow mel and CAM++ on streams of their own
     profile: bool = False  # CUDA, one stream: time the phases of each pass with events
     last_phases: dict[str, float] = field(default_factory=dict)
@@ -211,7 +214,7 @@ class ReferencePreparer:
             if route.s3 in (DEVICE, HOST):
                 keys = self._tokens.buckets(max_voices, convs_apart=route.s3 == HOST)
                 captures += [functools.partial(self._tokens.capture, key) for key in keys]
-            if route.s3 == OWN_SHAPES:  # no-op unless own_shape_graphs
+            if route.s3 == OWN_SHAPES:  # a graph per mel length, unless own_shape_graphs is off
                 frames = range(WARM_OWN_FRAMES[0], WARM_OWN_FRAMES[1] + 1)
                 captures += [functools.partial(self._tokens.capture_own, f) for f in frames]
             for done, capture in enumerate(captures):

@@ -348,8 +348,10 @@ class S3Batcher:
     device: torch.device
     cuda_graphs: bool = True
     split_k: bool = False
-    # CUDA, own shapes: one graph per mel length (vllm-omni's own calls, captured), opt-in: a
-    # graph per length of 1-6 s is 500 captures for a warm-up.
+    # CUDA, own shapes: one graph per mel length (vllm-omni's own calls, captured); a graph per
+    # length of 1-6 s is 501 captures for a warm-up (ReferencePreparer turns this on). The graphs
+    # share one pool and replay one after another on the caller's stream (replayed side by side
+    # on streams of their own, one pool each, they changed a token on an H200: docs/benchmarks.md).
     own_shape_graphs: bool = False
     _graphs: dict[tuple[bool, int, int, int], _Graph] = field(default_factory=dict)
     _own: dict[int, tuple[Any, torch.Tensor, tuple[torch.Tensor, torch.Tensor, torch.Tensor]]] = field(
