@@ -18,7 +18,7 @@ from omni_deploy.launch.plan import LaunchPlan
 from omni_deploy.serve.prepare import Prepared
 from omni_deploy.serve.rundir import REPORT_SUBDIR, add_to_record
 from omni_deploy.serve.supervise import Supervisor, local_url
-from omni_deploy.speaker_backend.server_report import read_report, summary_lines
+from omni_deploy.speaker_backend import read_report, summary_lines
 
 
 def exec_server(plan: LaunchPlan, env: dict[str, str]) -> None:

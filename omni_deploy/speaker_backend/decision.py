@@ -26,7 +26,6 @@ from omni_deploy.integrations.speaker_rules import (
     KEY_DEVICE_SPK,
     KEY_TRT,
     MINICPMO,
-    MODELS,
     TENSORRT,
     Backend,
     Choice,
@@ -36,7 +35,7 @@ from omni_deploy.knowledge.keys import by_place
 from omni_deploy.knowledge.pipelines import PipelineInfo
 from omni_deploy.knowledge.versions import RELEASED
 from omni_deploy.speaker_backend.host import HostCaps, plugin_cannot_act
-from omni_deploy.speaker_backend.stage_env import _stage_env, ray_env_warnings
+from omni_deploy.speaker_backend.stage_env import ray_env_warnings, stage_env
 from omni_deploy.speaker_backend.types import (
     NOT_APPLICABLE,
     UNKNOWN,
@@ -48,16 +47,6 @@ from omni_deploy.speaker_backend.types import (
 
 if TYPE_CHECKING:
     from omni_deploy.deployment.model import Deployment
-
-__all__ = [
-    "CPU_ORT",
-    "CUDA_TORCH",
-    "NOT_APPLICABLE",
-    "TENSORRT",
-    "UNKNOWN",
-    "SpeakerDecision",
-    "speaker_decision",
-]
 
 
 @dataclass(frozen=True)
@@ -101,7 +90,7 @@ def _fallbacks(extra_path: str, current: str) -> list[Fallback]:
     return [Fallback(b, how) for b, how in options.items() if b != current]
 
 
-def speaker_decision(
+def code2wav_decision(
     deployment: Deployment,
     platform: str,
     *,
@@ -109,19 +98,14 @@ def speaker_decision(
     host: HostCaps,
     override: Backend | None = None,
 ) -> SpeakerDecision:
-    """The effective speaker backend of the Code2Wav stage on `platform`, and why (for CosyVoice3,
-    GLM-TTS and Ming-TTS, of the component that embeds: `other_models.model_decision`).
+    """The effective speaker backend of the Code2Wav stage on `platform`, and why (the package's
+    `speaker_decision` asks `other_models.model_decision` instead for CosyVoice3, GLM-TTS and Ming-TTS).
 
     Gathers its own inputs from the Deployment: the pipeline, the Code2Wav extra and its path, and
     the environment the file gives that stage (the platform view's stage `env`). `env` is the
     environment of the process that starts the server (the pod's for k8s), `host` what the serving
     host provides, `override` serve's --spk-backend.
     """
-    model = MODELS.get(deployment.pipeline.name or "")
-    if model is not None and model is not MINICPMO:
-        from omni_deploy.speaker_backend.other_models import model_decision
-
-        return model_decision(model, deployment, platform, env=env, host=host, override=override)
     known = deployment.pipeline.known
     stage = known.code2wav_stage if known is not None else None
     return _decide(
@@ -173,7 +157,7 @@ def _decide(
     ray: str | None = None,
 ) -> SpeakerDecision:
     """The effective speaker backend of one platform. `override` is serve's --spk-backend;
-    `stage_env_vars` what the file's Code2Wav stage sets in its own environment (`_stage_env`);
+    `stage_env_vars` what the file's Code2Wav stage sets in its own environment (`stage_env`);
     `ray` where the file puts that stage's model in Ray workers (None: it does not)."""
     if not pipeline.is_minicpmo:
         return _not_minicpmo(platform, pipeline)
@@ -356,7 +340,7 @@ def ray_stages(deployment: Deployment, platform: str) -> dict[int, str]:
 
 
 def _code2wav_stage_env(deployment: Deployment, platform: str) -> dict[str, StageEnv]:
-    """`_stage_env` of the Code2Wav stage in `platform`'s view of the file, as vllm-omni spawns it;
+    """`stage_env` of the Code2Wav stage in `platform`'s view of the file, as vllm-omni spawns it;
     empty when the file cannot be applied for that platform (validate reports why)."""
     from omni_deploy.common.errors import OmniDeployError
 
@@ -367,4 +351,4 @@ def _code2wav_stage_env(deployment: Deployment, platform: str) -> dict[str, Stag
         applied = deployment.on(platform)
     except OmniDeployError:
         return {}
-    return _stage_env(applied.stages, known.code2wav_stage)
+    return stage_env(applied.stages, known.code2wav_stage)

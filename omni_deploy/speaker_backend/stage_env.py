@@ -11,7 +11,7 @@ from omni_deploy.integrations.speaker_rules import DECISION_ENV, ray_fix, ray_vi
 from omni_deploy.speaker_backend.types import StageEnv
 
 
-def _stage_env(
+def stage_env(
     stages: list[Map], stage_id: int | None, names: tuple[str, ...] = DECISION_ENV
 ) -> dict[str, StageEnv]:
     """The decision variables (`names`) the (platform-applied) stage `stage_id` sets in its environment."""
