@@ -57,7 +57,7 @@ def exit_code(returncode: int) -> int:
     return 128 - returncode if returncode < 0 else returncode
 
 
-def _proc_stat(pid: int) -> tuple[str, int] | None:
+def proc_stat(pid: int) -> tuple[str, int] | None:
     """(state, parent pid) of a process, None when it is gone."""
     try:
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
@@ -78,7 +78,7 @@ def marked_processes(marker: str) -> list[int]:
                 environ = Path(f"/proc/{name}/environ").read_bytes()
             except OSError:
                 continue
-            state = _proc_stat(int(name))
+            state = proc_stat(int(name))
             if needle in environ.split(b"\0") and state is not None and state[0] not in ("Z", "X"):
                 found.append(int(name))
     return found
@@ -91,13 +91,13 @@ def own_children() -> list[int]:
     with contextlib.suppress(OSError):
         for name in os.listdir("/proc"):
             if name.isdigit():
-                state = _proc_stat(int(name))
+                state = proc_stat(int(name))
                 if state is not None and state[1] == me:
                     children.append(int(name))
     return children
 
 
-def _command(pid: int) -> str:
+def command_line(pid: int) -> str:
     try:
         raw = Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:

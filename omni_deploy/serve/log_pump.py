@@ -18,7 +18,7 @@ MAX_LOG = 1024 * 1024 * 1024  # bytes of server output written to the log and th
 
 
 @dataclass
-class _Pump:
+class LogPump:
     """The server's output: bounded lines, a bounded total, secrets scrubbed."""
 
     log: IO[bytes]

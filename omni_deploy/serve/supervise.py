@@ -9,21 +9,21 @@
 - The tree dies with us: the child has Linux's parent-death signal (SIGKILL), and a small watchdog
   process kills the group and every marked process when we die, also of SIGKILL. With
   `adopt_orphans` (the serve command) we are a child subreaper: orphaned descendants become our
-  children, and any left at the end are stopped too.
+  children, and any left at the end are stopped too (the process-tree calls are
+  `common/process_tree.py`'s).
 - Readiness: our own child alive, GET /health answering 200 and, when a model is expected,
   GET /v1/models listing it, polled until the deadline (a server may answer /health before its
   model list; another server on the port never lists ours). Once /health answers, /v1/models has
   `models_grace` seconds to list the model (vLLM serves both from one app, so the gap is short):
   past it, what /v1/models listed is said and we exit EXIT_SERVER_ERROR, however far off the
-  ready deadline is (a server of another model, or one whose list never comes, is no wait). Probes of a loopback address never
-  go through a proxy (http_proxy would answer for a server that is not there).
+  ready deadline is (a server of another model, or one whose list never comes, is no wait). The
+  probes are `common/probes.py`'s (a loopback address is never asked through a proxy).
 - Before ready: a child that exits, with any code, 0 included, is an error (its code, the tail
   of its log); past the deadline the tree is stopped (TERM, a grace period, KILL): a foreign
   server seen on the port is named (EXIT_SERVER_ERROR), else EXIT_READY_TIMEOUT.
 - After ready: we exit with the child's code, 128 + N when it died of signal N.
-- The log pump reads the server's output in chunks: a line longer than MAX_LINE is cut (memory
-  per line is bounded), and after MAX_LOG bytes the rest is drained and dropped (the log and the
-  terminal are bounded), so a server can never block on a full pipe nor make us grow.
+- The server's output goes through `log_pump.LogPump` (bounded lines, a bounded total, secrets
+  scrubbed), so a server can never block on a full pipe nor make us grow.
 - At the end every process we started is accounted for: the group, marked processes in other
   sessions, adopted orphans, the watchdog; what had to be killed is said.
 """
@@ -49,15 +49,15 @@ from omni_deploy.common.process_tree import (
     EXIT_READY_TIMEOUT,
     EXIT_SERVER_ERROR,
     RUN_MARKER,
-    _command,
-    _proc_stat,
     become_subreaper,
+    command_line,
     die_with_parent,
     exit_code,
     marked_processes,
     own_children,
+    proc_stat,
 )
-from omni_deploy.serve.log_pump import _Pump
+from omni_deploy.serve.log_pump import LogPump
 
 TAIL_LINES = 40
 REAP_EVERY = 5.0  # seconds between collections of adopted orphans that exited
@@ -229,7 +229,7 @@ class Supervisor:
         return sorted(
             pid
             for pid in found - skip
-            if (state := _proc_stat(pid)) is not None and state[0] not in ("Z", "X")
+            if (state := proc_stat(pid)) is not None and state[0] not in ("Z", "X")
         )
 
     def _reap_adopted(self, now: bool = False) -> None:
@@ -241,7 +241,7 @@ class Supervisor:
             return
         self._next_reap = time.monotonic() + REAP_EVERY
         for pid in own_children():
-            state = _proc_stat(pid)
+            state = proc_stat(pid)
             if (
                 pid != self.child.pid
                 and (self.watchdog is None or pid != self.watchdog.pid)
@@ -256,7 +256,7 @@ class Supervisor:
         left = self._others()
         if not left:
             return
-        self.leftovers = [f"{pid} ({_command(pid)})" for pid in left]
+        self.leftovers = [f"{pid} ({command_line(pid)})" for pid in left]
         self.say(
             f"stopping {len(left)} process(es) the server left outside its group: {', '.join(self.leftovers)}"
         )
@@ -267,7 +267,7 @@ class Supervisor:
             deadline = time.monotonic() + (min(self.stop_grace, 5.0) if sig == signal.SIGTERM else 5.0)
             while time.monotonic() < deadline:
                 self._reap_adopted(now=True)
-                left = [p for p in left if (s := _proc_stat(p)) is not None and s[0] not in ("Z", "X")]
+                left = [p for p in left if (s := proc_stat(p)) is not None and s[0] not in ("Z", "X")]
                 if not left:
                     break
                 time.sleep(0.05)
@@ -292,7 +292,7 @@ class Supervisor:
             )
             self._start_watchdog()
             assert self.child.stdout is not None
-            pump = _Pump(log, self.out, self.secrets, self._tail)
+            pump = LogPump(log, self.out, self.secrets, self._tail)
             reader = threading.Thread(target=pump.run, args=(self.child.stdout.fileno(),), daemon=True)
             reader.start()
             for sig in handlers:
