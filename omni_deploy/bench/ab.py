@@ -17,9 +17,10 @@ from pathlib import Path
 
 from omni_deploy.bench.protocol import Step, SweepOptions, plan_sweep
 from omni_deploy.common.errors import ProcessExited, ReadinessTimeout
+from omni_deploy.common.probes import served_models
+from omni_deploy.common.process_tree import EXIT_SERVER_ERROR, die_with_parent, exit_code
 from omni_deploy.common.redact import redact_argv
 from omni_deploy.serve.ports import PortInUse, check_port_free
-from omni_deploy.serve.supervise import EXIT_SERVER_ERROR, die_with_parent, exit_code, served_models
 
 SERVE_OPTIONS = {
     "spk-backend",

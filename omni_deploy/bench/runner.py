@@ -15,7 +15,8 @@ from typing import Any
 from omni_deploy.bench.protocol import BENCH_ENV, Step
 from omni_deploy.bench.results import unfinished
 from omni_deploy.common.errors import OmniDeployError, ProcessExited, ReadinessTimeout
-from omni_deploy.serve.supervise import die_with_parent, exit_code, probe_url
+from omni_deploy.common.probes import probe_url
+from omni_deploy.common.process_tree import die_with_parent, exit_code
 
 
 class ResultDirError(OmniDeployError):

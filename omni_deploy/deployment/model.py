@@ -31,7 +31,7 @@ Neighbours of this module, also from issue 11:
 - launch: `launch/spec.py` `launch_spec(d, LaunchOptions(...), host=, env=)` -> `LaunchSpec`
   (`.decision`, `.rendered`, `.plan(config_path)` -> `LaunchPlan`: argv, env changes, `.record()`): the one
   answer serve, `serve --dry-run`, k8s and explain take; the speaker decision behind it is
-  `speaker_backend/decision.py` `speaker_decision(d, platform, env=, host=, override=)`,
+  `speaker_backend` `speaker_decision(d, platform, env=, host=, override=)`,
 - serve: `serve/prepare.py` (check -> prepare: launch spec, run directory, run record),
   `serve/start.py` (exec or supervise), `serve/session.py` (the command's flow); explain:
   `explain/explanation.py`; k8s: `k8s/build.py` (launch spec + `deployment/topology/` placement -> objects),

@@ -30,9 +30,7 @@ from omni_deploy.integrations.speaker_rules import (
 from omni_deploy.knowledge.versions import RELEASED
 from omni_deploy.launch.options import LaunchOptions
 from omni_deploy.launch.spec import launch_spec
-from omni_deploy.speaker_backend.decision import SpeakerDecision
-from omni_deploy.speaker_backend.host import HostCaps
-from omni_deploy.speaker_backend.refprep import Preparation, reference_preparation
+from omni_deploy.speaker_backend import HostCaps, Preparation, SpeakerDecision, reference_preparation
 
 
 @dataclass
@@ -90,7 +88,7 @@ def explain(
         # What the target release's own code can carry out (speaker_backend/reach.py): no Code2Wav stage
         # before 0.26.0, no plugin hook in 0.26.0, no TensorRT switch before 0.28.0.
         from omni_deploy.knowledge.target import for_host
-        from omni_deploy.speaker_backend.reach import at_release
+        from omni_deploy.speaker_backend import at_release
 
         reads = for_host(target_version or host.vllm_omni or RELEASED)
         decisions = {p: at_release(d, reads) for p, d in decisions.items()}

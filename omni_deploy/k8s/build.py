@@ -18,7 +18,7 @@ from omni_deploy.k8s.manifests import Inputs, build_manifests
 from omni_deploy.k8s.options import CONFIG_DIR, K8sOptions
 from omni_deploy.launch.options import LaunchOptions
 from omni_deploy.launch.spec import launch_spec
-from omni_deploy.speaker_backend.host import assumed_host
+from omni_deploy.speaker_backend import assumed_host
 
 
 def build(

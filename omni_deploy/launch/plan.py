@@ -22,7 +22,7 @@ from omni_deploy.integrations.speaker_rules import (
     ray_fix,
 )
 from omni_deploy.launch.options import LaunchOptions
-from omni_deploy.speaker_backend.decision import SpeakerDecision
+from omni_deploy.speaker_backend import SpeakerDecision
 
 
 @dataclass

@@ -21,8 +21,7 @@ from omni_deploy.deployment.model import Deployment
 from omni_deploy.launch.options import LaunchOptions, check_passthrough
 from omni_deploy.launch.plan import LaunchPlan, build_plan
 from omni_deploy.launch.render import RenderedConfig, render_deploy_config
-from omni_deploy.speaker_backend.decision import SpeakerDecision, ray_stages, speaker_decision
-from omni_deploy.speaker_backend.host import HostCaps
+from omni_deploy.speaker_backend import HostCaps, SpeakerDecision, ray_stages, speaker_decision
 
 
 @dataclass

@@ -9,7 +9,7 @@ from pathlib import Path
 from omni_deploy.common.install_hint import install_hint
 from omni_deploy.integrations.speaker_rules import CUDA_TORCH
 from omni_deploy.knowledge.versions import major_minor
-from omni_deploy.speaker_backend.host import HostCaps
+from omni_deploy.speaker_backend import HostCaps
 
 
 @dataclass(frozen=True)

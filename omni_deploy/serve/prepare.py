@@ -22,8 +22,7 @@ from omni_deploy.launch.spec import LaunchSpec, launch_spec
 from omni_deploy.serve.preflight import Preflight, Refusal, run_preflight
 from omni_deploy.serve.request import ServeRequest
 from omni_deploy.serve.rundir import REPORT_SUBDIR, make_run_dir, write_new, write_record
-from omni_deploy.speaker_backend.decision import SpeakerDecision
-from omni_deploy.speaker_backend.host import HostCaps
+from omni_deploy.speaker_backend import HostCaps, SpeakerDecision
 from omni_deploy.validate.context import Options
 from omni_deploy.validate.runner import FileReport, validate_file
 

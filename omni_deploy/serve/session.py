@@ -16,7 +16,7 @@ from omni_deploy.serve.ports import PortInUse, check_port_free
 from omni_deploy.serve.prepare import check, decide, dry_run_text, real_run_outcome, refusal_lines, write_run
 from omni_deploy.serve.request import ServeRequest
 from omni_deploy.serve.start import exec_server, supervise
-from omni_deploy.speaker_backend.host import VENDOR_TOOLS, detect_platform, probe_host
+from omni_deploy.speaker_backend import VENDOR_TOOLS, detect_platform, probe_host
 from omni_deploy.validate.report import text as report_text
 
 Echo = Callable[[str, bool], None]  # (text, to stderr)

@@ -12,13 +12,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 from omni_deploy.common.errors import Interrupted, OmniDeployError, ProcessExited, ReadinessTimeout
+from omni_deploy.common.probes import local_url
 from omni_deploy.common.redact import environment_secrets, secret_values
 from omni_deploy.integrations.speaker_rules import MINICPMO, MODELS
 from omni_deploy.launch.plan import LaunchPlan
 from omni_deploy.serve.prepare import Prepared
 from omni_deploy.serve.rundir import REPORT_SUBDIR, add_to_record
-from omni_deploy.serve.supervise import Supervisor, local_url
-from omni_deploy.speaker_backend.server_report import read_report, summary_lines
+from omni_deploy.serve.supervise import Supervisor
+from omni_deploy.speaker_backend import read_report, summary_lines
 
 
 def exec_server(plan: LaunchPlan, env: dict[str, str]) -> None:

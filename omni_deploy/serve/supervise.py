@@ -9,21 +9,21 @@
 - The tree dies with us: the child has Linux's parent-death signal (SIGKILL), and a small watchdog
   process kills the group and every marked process when we die, also of SIGKILL. With
   `adopt_orphans` (the serve command) we are a child subreaper: orphaned descendants become our
-  children, and any left at the end are stopped too.
+  children, and any left at the end are stopped too (the process-tree calls are
+  `common/process_tree.py`'s).
 - Readiness: our own child alive, GET /health answering 200 and, when a model is expected,
   GET /v1/models listing it, polled until the deadline (a server may answer /health before its
   model list; another server on the port never lists ours). Once /health answers, /v1/models has
   `models_grace` seconds to list the model (vLLM serves both from one app, so the gap is short):
   past it, what /v1/models listed is said and we exit EXIT_SERVER_ERROR, however far off the
-  ready deadline is (a server of another model, or one whose list never comes, is no wait). Probes of a loopback address never
-  go through a proxy (http_proxy would answer for a server that is not there).
+  ready deadline is (a server of another model, or one whose list never comes, is no wait). The
+  probes are `common/probes.py`'s (a loopback address is never asked through a proxy).
 - Before ready: a child that exits, with any code, 0 included, is an error (its code, the tail
   of its log); past the deadline the tree is stopped (TERM, a grace period, KILL): a foreign
   server seen on the port is named (EXIT_SERVER_ERROR), else EXIT_READY_TIMEOUT.
 - After ready: we exit with the child's code, 128 + N when it died of signal N.
-- The log pump reads the server's output in chunks: a line longer than MAX_LINE is cut (memory
-  per line is bounded), and after MAX_LOG bytes the rest is drained and dropped (the log and the
-  terminal are bounded), so a server can never block on a full pipe nor make us grow.
+- The server's output goes through `log_pump.LogPump` (bounded lines, a bounded total, secrets
+  scrubbed), so a server can never block on a full pipe nor make us grow.
 - At the end every process we started is accounted for: the group, marked processes in other
   sessions, adopted orphans, the watchdog; what had to be killed is said.
 """
@@ -32,32 +32,35 @@ from __future__ import annotations
 
 import collections
 import contextlib
-import json
 import os
 import signal
 import subprocess
 import sys
 import threading
 import time
-import urllib.error
-import urllib.parse
-import urllib.request
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-EXIT_READY_TIMEOUT = 124
-EXIT_SERVER_ERROR = 4
+from omni_deploy.common.probes import probe_url, served_models
+from omni_deploy.common.process_tree import (
+    EXIT_READY_TIMEOUT,
+    EXIT_SERVER_ERROR,
+    RUN_MARKER,
+    become_subreaper,
+    command_line,
+    die_with_parent,
+    exit_code,
+    marked_processes,
+    own_children,
+    proc_stat,
+)
+from omni_deploy.serve.log_pump import LogPump
+
 TAIL_LINES = 40
-MAX_LINE = 16 * 1024  # bytes of one line of server output that are kept
-MAX_LOG = 1024 * 1024 * 1024  # bytes of server output written to the log and the terminal
-MAX_PROBE_BODY = 1024 * 1024  # bytes of an HTTP answer read
-RUN_MARKER = "OMNI_DEPLOY_RUN"  # every process of the server's tree inherits it
 REAP_EVERY = 5.0  # seconds between collections of adopted orphans that exited
-_PR_SET_PDEATHSIG = 1
-_PR_SET_CHILD_SUBREAPER = 36
 
 # Runs in its own session beside the server: waits for its parent (omni-deploy) to die, then kills
 # the server's process group and every process carrying the run's marker (daemons in sessions of
@@ -99,195 +102,6 @@ if os.getppid() != parent:
 while True:
     time.sleep(3600)
 """
-
-
-def die_with_parent(parent: int, signum: int = signal.SIGKILL) -> Any:
-    """A preexec_fn: the child gets `signum` when its parent dies (Linux; elsewhere a no-op)."""
-
-    def setup() -> None:
-        if not sys.platform.startswith("linux"):
-            return
-        import ctypes
-
-        with contextlib.suppress(OSError, AttributeError):
-            ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signum, 0, 0, 0)
-        if os.getppid() != parent:
-            os._exit(1)  # the parent is already gone
-
-    return setup
-
-
-def become_subreaper() -> bool:
-    """Make this process the reaper of its orphaned descendants (Linux); False where it cannot."""
-    if not sys.platform.startswith("linux"):
-        return False
-    import ctypes
-
-    try:
-        return int(ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)) == 0
-    except (OSError, AttributeError):
-        return False
-
-
-def exit_code(returncode: int) -> int:
-    return 128 - returncode if returncode < 0 else returncode
-
-
-def _loopback(host: str | None) -> bool:
-    if not host:
-        return False
-    if host == "localhost" or host.endswith(".localhost"):
-        return True
-    import ipaddress
-
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
-_DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-
-
-def probe_url(url: str, timeout: float = 2.0) -> tuple[int | None, bytes]:
-    """(status, body) of a GET; (None, b"") when nothing answered. A loopback address is asked
-    directly, never through http_proxy/HTTP_PROXY; the body is read up to MAX_PROBE_BODY."""
-    try:
-        host = urllib.parse.urlsplit(url).hostname
-    except ValueError:
-        return None, b""
-    opener = _DIRECT if _loopback(host) else urllib.request.build_opener()
-    try:
-        with opener.open(url, timeout=timeout) as response:
-            return response.status, response.read(MAX_PROBE_BODY)
-    except urllib.error.HTTPError as exc:
-        return exc.code, b""
-    except (urllib.error.URLError, OSError, ValueError):
-        return None, b""
-
-
-def local_url(host: str, port: int) -> str:
-    """Where to reach a server bound to `host` from this machine."""
-    if host in ("", "0.0.0.0"):
-        host = "127.0.0.1"
-    elif host == "::":
-        host = "::1"
-    if ":" in host:
-        host = f"[{host}]"
-    return f"http://{host}:{port}"
-
-
-def _proc_stat(pid: int) -> tuple[str, int] | None:
-    """(state, parent pid) of a process, None when it is gone."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except (OSError, IndexError):
-        return None
-    return fields[0], int(fields[1])
-
-
-def marked_processes(marker: str) -> list[int]:
-    """Live processes (of our user: others' environments are unreadable) carrying the marker."""
-    needle = f"{RUN_MARKER}={marker}".encode()
-    found = []
-    with contextlib.suppress(OSError):
-        for name in os.listdir("/proc"):
-            if not name.isdigit() or int(name) == os.getpid():
-                continue
-            try:
-                environ = Path(f"/proc/{name}/environ").read_bytes()
-            except OSError:
-                continue
-            state = _proc_stat(int(name))
-            if needle in environ.split(b"\0") and state is not None and state[0] not in ("Z", "X"):
-                found.append(int(name))
-    return found
-
-
-def own_children() -> list[int]:
-    """Processes whose parent is this one (after `become_subreaper`, adopted orphans too)."""
-    me = os.getpid()
-    children = []
-    with contextlib.suppress(OSError):
-        for name in os.listdir("/proc"):
-            if name.isdigit():
-                state = _proc_stat(int(name))
-                if state is not None and state[1] == me:
-                    children.append(int(name))
-    return children
-
-
-def _command(pid: int) -> str:
-    try:
-        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return "?"
-    return raw.replace(b"\0", b" ").decode("utf-8", "replace").strip()[:120] or "?"
-
-
-@dataclass
-class _Pump:
-    """The server's output: bounded lines, a bounded total, secrets scrubbed."""
-
-    log: IO[bytes]
-    out: IO[str]
-    secrets: list[str]
-    tail: collections.deque[str]
-    written: int = 0
-    dropped: int = 0
-
-    def emit(self, raw: bytes, cut: bool = False) -> None:
-        from omni_deploy.common.redact import scrub, without_partial_secret
-
-        text = raw.decode("utf-8", "replace").rstrip("\r")
-        if cut:  # a secret the cut fell inside must not leave its first half behind
-            text = without_partial_secret(text, self.secrets)
-        line = scrub(text, self.secrets)
-        if cut:
-            line += f" [... line longer than {MAX_LINE} bytes: the rest is not kept]"
-        self.tail.append(line[:2000])
-        data = (line + "\n").encode("utf-8", "replace")
-        if self.written + len(data) > MAX_LOG:
-            if not self.dropped:
-                note = f"omni-deploy: the server printed more than {MAX_LOG} bytes; the rest is dropped"
-                with contextlib.suppress(OSError, ValueError):
-                    self.log.write((note + "\n").encode())
-                    self.log.flush()
-                    print(note, file=self.out, flush=True)
-            self.dropped += len(data)
-            return
-        self.written += len(data)
-        with contextlib.suppress(OSError, ValueError):
-            self.log.write(data)
-            self.log.flush()
-        with contextlib.suppress(OSError, ValueError):
-            print(line, file=self.out, flush=True)
-
-    def run(self, fd: int) -> None:
-        """Read until the server closes its output, in chunks, whatever it prints (or never ends)."""
-        buffer = bytearray()
-        skipping = False  # inside a line that was cut: drop bytes up to its newline
-        while True:
-            try:
-                chunk = os.read(fd, 65536)
-            except OSError:
-                chunk = b""
-            if not chunk:
-                break
-            buffer += chunk
-            while (end := buffer.find(b"\n")) >= 0:
-                if not skipping:
-                    self.emit(bytes(buffer[:end]))
-                skipping = False
-                del buffer[: end + 1]
-            if skipping:
-                buffer.clear()
-            elif len(buffer) > MAX_LINE:
-                self.emit(bytes(buffer[:MAX_LINE]), cut=True)
-                skipping = True
-                buffer.clear()
-        if buffer and not skipping:
-            self.emit(bytes(buffer))
 
 
 @dataclass
@@ -415,7 +229,7 @@ class Supervisor:
         return sorted(
             pid
             for pid in found - skip
-            if (state := _proc_stat(pid)) is not None and state[0] not in ("Z", "X")
+            if (state := proc_stat(pid)) is not None and state[0] not in ("Z", "X")
         )
 
     def _reap_adopted(self, now: bool = False) -> None:
@@ -427,7 +241,7 @@ class Supervisor:
             return
         self._next_reap = time.monotonic() + REAP_EVERY
         for pid in own_children():
-            state = _proc_stat(pid)
+            state = proc_stat(pid)
             if (
                 pid != self.child.pid
                 and (self.watchdog is None or pid != self.watchdog.pid)
@@ -442,7 +256,7 @@ class Supervisor:
         left = self._others()
         if not left:
             return
-        self.leftovers = [f"{pid} ({_command(pid)})" for pid in left]
+        self.leftovers = [f"{pid} ({command_line(pid)})" for pid in left]
         self.say(
             f"stopping {len(left)} process(es) the server left outside its group: {', '.join(self.leftovers)}"
         )
@@ -453,7 +267,7 @@ class Supervisor:
             deadline = time.monotonic() + (min(self.stop_grace, 5.0) if sig == signal.SIGTERM else 5.0)
             while time.monotonic() < deadline:
                 self._reap_adopted(now=True)
-                left = [p for p in left if (s := _proc_stat(p)) is not None and s[0] not in ("Z", "X")]
+                left = [p for p in left if (s := proc_stat(p)) is not None and s[0] not in ("Z", "X")]
                 if not left:
                     break
                 time.sleep(0.05)
@@ -478,7 +292,7 @@ class Supervisor:
             )
             self._start_watchdog()
             assert self.child.stdout is not None
-            pump = _Pump(log, self.out, self.secrets, self._tail)
+            pump = LogPump(log, self.out, self.secrets, self._tail)
             reader = threading.Thread(target=pump.run, args=(self.child.stdout.fileno(),), daemon=True)
             reader.start()
             for sig in handlers:
@@ -578,15 +392,3 @@ class Supervisor:
         code = exit_code(self.child.returncode)
         self.say(f"the server exited with code {code}")
         return code
-
-
-def served_models(base_url: str) -> list[str] | None:
-    """The model ids /v1/models lists; None when it does not answer with a model list."""
-    status, body = probe_url(f"{base_url}/v1/models")
-    if status != 200:
-        return None
-    try:
-        data = json.loads(body)
-        return [str(m["id"]) for m in data["data"] if isinstance(m, dict) and "id" in m][:100]
-    except (ValueError, KeyError, TypeError, RecursionError):
-        return None

@@ -1,1 +1,73 @@
-"""The speaker-embedding backend decision: the host snapshot it takes, what each platform gets, and what the server reported."""
+"""The speaker-embedding backend decision: the host snapshot it takes, what each platform gets, and what the server reported.
+
+The package's one entry point: callers import what they use from here, not from its modules.
+`speaker_decision` picks the decision by pipeline: MiniCPM-o 4.5's Code2Wav (`decision`), or the
+component that embeds for CosyVoice3, GLM-TTS and Ming-TTS (`other_models`).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from omni_deploy.integrations.speaker_rules import CPU_ORT, CUDA_TORCH, MINICPMO, MODELS, TENSORRT, Backend
+from omni_deploy.speaker_backend.decision import code2wav_decision, ray_stages
+from omni_deploy.speaker_backend.host import (
+    VENDOR_TOOLS,
+    HostCaps,
+    assumed_host,
+    detect_platform,
+    last_server_reports,
+    probe_host,
+)
+from omni_deploy.speaker_backend.other_models import model_decision
+from omni_deploy.speaker_backend.reach import at_release
+from omni_deploy.speaker_backend.refprep import Preparation, reference_preparation
+from omni_deploy.speaker_backend.server_report import read_report, summary_lines
+from omni_deploy.speaker_backend.types import NOT_APPLICABLE, UNKNOWN, Fallback, Reason, SpeakerDecision
+
+if TYPE_CHECKING:
+    from omni_deploy.deployment.model import Deployment
+
+__all__ = [
+    "CPU_ORT",
+    "CUDA_TORCH",
+    "NOT_APPLICABLE",
+    "TENSORRT",
+    "UNKNOWN",
+    "VENDOR_TOOLS",
+    "Fallback",
+    "HostCaps",
+    "Preparation",
+    "Reason",
+    "SpeakerDecision",
+    "assumed_host",
+    "at_release",
+    "detect_platform",
+    "last_server_reports",
+    "probe_host",
+    "ray_stages",
+    "read_report",
+    "reference_preparation",
+    "speaker_decision",
+    "summary_lines",
+]
+
+
+def speaker_decision(
+    deployment: Deployment,
+    platform: str,
+    *,
+    env: dict[str, str],
+    host: HostCaps,
+    override: Backend | None = None,
+) -> SpeakerDecision:
+    """The effective speaker backend on `platform`, and why: of MiniCPM-o 4.5's Code2Wav stage, or,
+    for CosyVoice3, GLM-TTS and Ming-TTS, of the component that embeds.
+
+    `env` is the environment of the process that starts the server (the pod's for k8s), `host` what
+    the serving host provides, `override` serve's --spk-backend.
+    """
+    model = MODELS.get(deployment.pipeline.name or "")
+    if model is not None and model is not MINICPMO:
+        return model_decision(model, deployment, platform, env=env, host=host, override=override)
+    return code2wav_decision(deployment, platform, env=env, host=host, override=override)

@@ -11,12 +11,10 @@ else from omni-deploy's vLLM plugin; where neither can act, the CPU path is what
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from omni_deploy.common.install_hint import install_hint
-from omni_deploy.config.nodes import Map, Node, Scalar, child_path, to_plain
+from omni_deploy.config.nodes import Map, Node, Scalar, child_path
 from omni_deploy.integrations.speaker_rules import (
     CPU_ORT,
     CUDA_TORCH,
@@ -28,69 +26,27 @@ from omni_deploy.integrations.speaker_rules import (
     KEY_DEVICE_SPK,
     KEY_TRT,
     MINICPMO,
-    MODELS,
-    PLUGINS_ALLOWLIST_ENV,
     TENSORRT,
     Backend,
     Choice,
-    Model,
-    allowlist_fix,
-    allowlist_near_miss,
     choose,
-    ray_fix,
-    ray_view,
-    version_verdict,
 )
 from omni_deploy.knowledge.keys import by_place
 from omni_deploy.knowledge.pipelines import PipelineInfo
 from omni_deploy.knowledge.versions import RELEASED
-from omni_deploy.speaker_backend.host import HostCaps
+from omni_deploy.speaker_backend.host import HostCaps, plugin_cannot_act
+from omni_deploy.speaker_backend.stage_env import ray_env_warnings, stage_env
+from omni_deploy.speaker_backend.types import (
+    NOT_APPLICABLE,
+    UNKNOWN,
+    Fallback,
+    Reason,
+    SpeakerDecision,
+    StageEnv,
+)
 
 if TYPE_CHECKING:
     from omni_deploy.deployment.model import Deployment
-
-__all__ = [
-    "CPU_ORT",
-    "CUDA_TORCH",
-    "NOT_APPLICABLE",
-    "TENSORRT",
-    "UNKNOWN",
-    "SpeakerDecision",
-    "speaker_decision",
-]
-NOT_APPLICABLE, UNKNOWN = "not-applicable", "unknown"
-
-
-@dataclass(frozen=True)
-class Reason:
-    setting: str
-    value: Any
-    origin: str  # file:line:col (layer), "env NAME", "default", "--spk-backend", "host"
-
-
-@dataclass(frozen=True)
-class Fallback:
-    backend: Backend
-    how: str
-
-
-@dataclass
-class SpeakerDecision:
-    platform: str
-    speaker_backend: str
-    provider: str
-    weights_dtype: str | None = None
-    inputs_dtype: str | None = None
-    matmul_tf32: bool | None = None
-    cudnn_tf32: str | None = None
-    reasons: list[Reason] = field(default_factory=list)
-    fallbacks: list[Fallback] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
-
-    def as_dict(self) -> dict[str, Any]:
-        out = asdict(self)
-        out.pop("platform")
-        return out
 
 
 @dataclass(frozen=True)
@@ -108,36 +64,6 @@ def _setting(extra: Map | None, path: str, name: str) -> Setting:
     if isinstance(node, Scalar):
         return Setting(child_path(path, name), node.value, str(node.origin), True)
     return Setting(child_path(path, name), by_place("code2wav")[name].default, "default", False)
-
-
-@dataclass(frozen=True)
-class StageEnv:
-    """A variable the deploy file sets for the Code2Wav stage (`runtime.env`, `env`, or a platform
-    section's stage `env`), which vllm-omni applies when it spawns that stage."""
-
-    value: str
-    origin: str
-
-
-def _stage_env(
-    stages: list[Map], stage_id: int | None, names: tuple[str, ...] = DECISION_ENV
-) -> dict[str, StageEnv]:
-    """The decision variables (`names`) the (platform-applied) stage `stage_id` sets in its environment."""
-    found: dict[str, StageEnv] = {}
-    for stage in stages:
-        sid = stage.get("stage_id")
-        if stage_id is None or not isinstance(sid, Scalar) or sid.value != stage_id:
-            continue
-        env = stage.get("env")
-        if not isinstance(env, Map):
-            continue
-        for name in names:
-            node = env.get(name)
-            if isinstance(node, Scalar) and node.value is not None:
-                value = to_plain(node)
-                text = str(value).lower() if isinstance(value, bool) else str(value)
-                found[name] = StageEnv(text, f"{node.origin} (stages[{stage_id}] env)")
-    return found
 
 
 def _cpu(
@@ -164,7 +90,7 @@ def _fallbacks(extra_path: str, current: str) -> list[Fallback]:
     return [Fallback(b, how) for b, how in options.items() if b != current]
 
 
-def speaker_decision(
+def code2wav_decision(
     deployment: Deployment,
     platform: str,
     *,
@@ -172,19 +98,14 @@ def speaker_decision(
     host: HostCaps,
     override: Backend | None = None,
 ) -> SpeakerDecision:
-    """The effective speaker backend of the Code2Wav stage on `platform`, and why (for CosyVoice3,
-    GLM-TTS and Ming-TTS, of the component that embeds: `other_models.model_decision`).
+    """The effective speaker backend of the Code2Wav stage on `platform`, and why (the package's
+    `speaker_decision` asks `other_models.model_decision` instead for CosyVoice3, GLM-TTS and Ming-TTS).
 
     Gathers its own inputs from the Deployment: the pipeline, the Code2Wav extra and its path, and
     the environment the file gives that stage (the platform view's stage `env`). `env` is the
     environment of the process that starts the server (the pod's for k8s), `host` what the serving
     host provides, `override` serve's --spk-backend.
     """
-    model = MODELS.get(deployment.pipeline.name or "")
-    if model is not None and model is not MINICPMO:
-        from omni_deploy.speaker_backend.other_models import model_decision
-
-        return model_decision(model, deployment, platform, env=env, host=host, override=override)
     known = deployment.pipeline.known
     stage = known.code2wav_stage if known is not None else None
     return _decide(
@@ -236,7 +157,7 @@ def _decide(
     ray: str | None = None,
 ) -> SpeakerDecision:
     """The effective speaker backend of one platform. `override` is serve's --spk-backend;
-    `stage_env_vars` what the file's Code2Wav stage sets in its own environment (`_stage_env`);
+    `stage_env_vars` what the file's Code2Wav stage sets in its own environment (`stage_env`);
     `ray` where the file puts that stage's model in Ray workers (None: it does not)."""
     if not pipeline.is_minicpmo:
         return _not_minicpmo(platform, pipeline)
@@ -390,35 +311,6 @@ def _cuda_torch(ask: _Ask, host: HostCaps) -> SpeakerDecision:
     )
 
 
-def plugin_cannot_act(host: HostCaps, model: Model, env: Mapping[str, str], warnings: list[str]) -> list[str]:
-    """What keeps omni-deploy's plugin from giving `model` the CUDA path on `host` (empty: nothing);
-    a version the plugin is not verified against, but will patch, adds a warning."""
-    missing = [name for name, ok in (("torch", host.torch), ("onnx", host.onnx)) if not ok]
-    if not host.plugin_registered:
-        missing.append(f"omni-deploy's vLLM plugin ({install_hint('speaker')})")
-    if not host.plugin_allowed:
-        near = allowlist_near_miss(host.plugins_allowlist)
-        missing.append(
-            f"omni-deploy's vLLM plugin in {PLUGINS_ALLOWLIST_ENV}={host.plugins_allowlist} (an allowlist"
-            + (f"; vLLM compares {near!r}, it strips nothing" if near else "")
-            + f": {PLUGINS_ALLOWLIST_ENV}={allowlist_fix(host.plugins_allowlist or '')})"
-        )
-    if host.vllm_elsewhere:
-        missing.append(
-            f"omni-deploy in the environment of the `vllm` first on PATH ({host.vllm_on_path}, run by "
-            f"{host.vllm_on_path_python}): the plugin registered here is not visible to that server"
-        )
-    allowed, note = version_verdict(host.vllm_omni, env)
-    if not allowed and note:
-        missing.append(note)
-    elif note and host.vllm_omni:
-        warnings.append(note)
-    problems = host.plugin_shapes.get(model.pipeline, [])
-    if problems:
-        missing.append(f"a vllm-omni the plugin can patch for {model.title} ({'; '.join(problems)})")
-    return missing
-
-
 def ray_stages(deployment: Deployment, platform: str) -> dict[int, str]:
     """Stages whose model runs in Ray workers (`distributed_executor_backend: ray`, on the stage or
     pipeline-wide) in `platform`'s view, with where that was set."""
@@ -447,26 +339,8 @@ def ray_stages(deployment: Deployment, platform: str) -> dict[int, str]:
     return found
 
 
-def ray_env_warnings(
-    stage_label: str, origin: str, stage_environ: Mapping[str, str], names: tuple[str, ...], keys_hint: str
-) -> tuple[dict[str, str], list[str]]:
-    """What the Ray workers of a stage see of its environment, and a warning per setting that stays
-    behind (vllm/ray/ray_env.py copies only VLLM_*, HF_*, NCCL_*, ... and what it is told to)."""
-    seen = ray_view(stage_environ)
-    dropped = [n for n in names if n in stage_environ and n not in seen]
-    warnings = []
-    if dropped:
-        warnings.append(
-            f"{stage_label} runs its model in Ray workers (distributed_executor_backend: ray at {origin}): vLLM does "
-            f"not copy {', '.join(f'{n}={stage_environ[n]}' for n in dropped)} to them, so the workers decide "
-            f"without it; say it with the file's keys ({keys_hint}), or have vLLM copy it: "
-            f"{ray_fix(dropped, stage_environ)}"
-        )
-    return seen, warnings
-
-
 def _code2wav_stage_env(deployment: Deployment, platform: str) -> dict[str, StageEnv]:
-    """`_stage_env` of the Code2Wav stage in `platform`'s view of the file, as vllm-omni spawns it;
+    """`stage_env` of the Code2Wav stage in `platform`'s view of the file, as vllm-omni spawns it;
     empty when the file cannot be applied for that platform (validate reports why)."""
     from omni_deploy.common.errors import OmniDeployError
 
@@ -477,4 +351,4 @@ def _code2wav_stage_env(deployment: Deployment, platform: str) -> dict[str, Stag
         applied = deployment.on(platform)
     except OmniDeployError:
         return {}
-    return _stage_env(applied.stages, known.code2wav_stage)
+    return stage_env(applied.stages, known.code2wav_stage)

@@ -12,12 +12,14 @@ import importlib.util
 import os
 import shutil
 import sys
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from omni_deploy.common import guarded
 from omni_deploy.common.bundled import installed_version, installed_version_problem, installed_vllm_omni_dir
+from omni_deploy.common.install_hint import install_hint
 from omni_deploy.integrations.speaker_rules import (
     CODE2WAV_MODULE,
     ENV_REPORT_DIR,
@@ -27,9 +29,13 @@ from omni_deploy.integrations.speaker_rules import (
     PLUGIN_NAME,
     PLUGINS_ALLOWLIST_ENV,
     VERIFIED_VLLM_OMNI,
+    Model,
     allowlist_drops_plugin,
+    allowlist_fix,
+    allowlist_near_miss,
     reads_device_spk,
     report_line_logged,
+    version_verdict,
 )
 from omni_deploy.knowledge.versions import major_minor
 
@@ -268,3 +274,32 @@ def probe_host() -> HostCaps:
         report_line_why=why,
         verified_only=os.environ.get(ENV_VERIFIED_ONLY) == "1",
     )
+
+
+def plugin_cannot_act(host: HostCaps, model: Model, env: Mapping[str, str], warnings: list[str]) -> list[str]:
+    """What keeps omni-deploy's plugin from giving `model` the CUDA path on `host` (empty: nothing);
+    a version the plugin is not verified against, but will patch, adds a warning."""
+    missing = [name for name, ok in (("torch", host.torch), ("onnx", host.onnx)) if not ok]
+    if not host.plugin_registered:
+        missing.append(f"omni-deploy's vLLM plugin ({install_hint('speaker')})")
+    if not host.plugin_allowed:
+        near = allowlist_near_miss(host.plugins_allowlist)
+        missing.append(
+            f"omni-deploy's vLLM plugin in {PLUGINS_ALLOWLIST_ENV}={host.plugins_allowlist} (an allowlist"
+            + (f"; vLLM compares {near!r}, it strips nothing" if near else "")
+            + f": {PLUGINS_ALLOWLIST_ENV}={allowlist_fix(host.plugins_allowlist or '')})"
+        )
+    if host.vllm_elsewhere:
+        missing.append(
+            f"omni-deploy in the environment of the `vllm` first on PATH ({host.vllm_on_path}, run by "
+            f"{host.vllm_on_path_python}): the plugin registered here is not visible to that server"
+        )
+    allowed, note = version_verdict(host.vllm_omni, env)
+    if not allowed and note:
+        missing.append(note)
+    elif note and host.vllm_omni:
+        warnings.append(note)
+    problems = host.plugin_shapes.get(model.pipeline, [])
+    if problems:
+        missing.append(f"a vllm-omni the plugin can patch for {model.title} ({'; '.join(problems)})")
+    return missing

@@ -35,17 +35,10 @@ from omni_deploy.integrations.speaker_rules import (
     choose_for,
     cosyvoice3_trt_enabled,
 )
-from omni_deploy.speaker_backend.decision import (
-    Fallback,
-    Reason,
-    SpeakerDecision,
-    StageEnv,
-    _stage_env,
-    plugin_cannot_act,
-    ray_env_warnings,
-    ray_stages,
-)
-from omni_deploy.speaker_backend.host import HostCaps
+from omni_deploy.speaker_backend.decision import ray_stages
+from omni_deploy.speaker_backend.host import HostCaps, plugin_cannot_act
+from omni_deploy.speaker_backend.stage_env import ray_env_warnings, stage_env
+from omni_deploy.speaker_backend.types import Fallback, Reason, SpeakerDecision, StageEnv
 
 if TYPE_CHECKING:
     from omni_deploy.deployment.model import Deployment
@@ -87,7 +80,7 @@ def _processor(model: Model, stages: list[Map], env: dict[str, str], warnings: l
     for stage in stages:
         sid = stage.get("stage_id")
         number = sid.value if isinstance(sid, Scalar) else None
-        for name, var in _stage_env([stage], number, PROCESSOR_ENV).items():
+        for name, var in stage_env([stage], number, PROCESSOR_ENV).items():
             warnings.append(
                 f"stages[{number}] env sets {name}={var.value} at {var.origin}: {model.title} runs in the API "
                 "server, which a stage's env does not reach; set it in the server's environment"
@@ -105,7 +98,7 @@ def _stage_process(
 ) -> _Process:
     """Ming-TTS's stage: its connector extra, its env over the server's, what Ray copies to workers."""
     extra, path = _connector_extra(deployment, model)
-    in_file = _stage_env(stages, model.stage, STAGE_ENV)
+    in_file = stage_env(stages, model.stage, STAGE_ENV)
     process_env = {**env, **{name: var.value for name, var in in_file.items()}}
     ray = ray_stages(deployment, platform).get(model.stage) if model.stage is not None else None
     if ray is not None:

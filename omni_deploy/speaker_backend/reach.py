@@ -19,7 +19,7 @@ from dataclasses import replace
 
 from omni_deploy.integrations.speaker_rules import CPU_ORT, CUDA_TORCH, TENSORRT
 from omni_deploy.knowledge.target import TargetReads
-from omni_deploy.speaker_backend.decision import Reason, SpeakerDecision
+from omni_deploy.speaker_backend.types import Reason, SpeakerDecision
 
 RELEASE_OWN = "vllm-omni's own"
 

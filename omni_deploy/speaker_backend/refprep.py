@@ -19,7 +19,7 @@ from omni_deploy.knowledge.keys import by_place
 
 if TYPE_CHECKING:
     from omni_deploy.deployment.model import Deployment
-    from omni_deploy.speaker_backend.decision import SpeakerDecision
+    from omni_deploy.speaker_backend.types import SpeakerDecision
 
 BATCHED, PER_VOICE = "batched", "per-voice"
 

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from omni_deploy.serve.supervise import EXIT_SERVER_ERROR, Supervisor
+from omni_deploy.common.process_tree import EXIT_SERVER_ERROR
+from omni_deploy.serve.supervise import Supervisor
 from tests.serve.conftest import ROOT, STANDIN_BIN, free_port, gone
 
 BENCH = str(ROOT / "deploy" / "turn-bench.yaml")

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from omni_deploy.deployment.model import Deployment
-from omni_deploy.speaker_backend.decision import (
+from omni_deploy.speaker_backend import (
     CPU_ORT,
     CUDA_TORCH,
     NOT_APPLICABLE,

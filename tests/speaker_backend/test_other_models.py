@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from omni_deploy.deployment.model import Deployment
-from omni_deploy.speaker_backend.decision import CPU_ORT, CUDA_TORCH, TENSORRT, speaker_decision
+from omni_deploy.speaker_backend import CPU_ORT, CUDA_TORCH, TENSORRT, speaker_decision
 from omni_deploy.speaker_backend.host import HostCaps, assumed_host
 
 ROOT = Path(__file__).resolve().parents[2]

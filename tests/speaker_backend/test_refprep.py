@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from omni_deploy.deployment.model import Deployment
-from omni_deploy.speaker_backend.decision import Reason, speaker_decision
+from omni_deploy.speaker_backend import Reason, speaker_decision
 from omni_deploy.speaker_backend.host import assumed_host
 from omni_deploy.speaker_backend.refprep import BATCHED, PER_VOICE, reference_preparation, tokens_under
 from tests.support.cli import run_cli

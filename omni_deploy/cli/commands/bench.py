@@ -331,8 +331,8 @@ def ab(file: str, a_pairs: tuple[str, ...], b_pairs: tuple[str, ...], port: int,
     """
     from omni_deploy.bench.ab import ab_json, describe, parse_overrides, plan_ab, run_ab
     from omni_deploy.bench.runner import stderr_say, timed
+    from omni_deploy.common.probes import local_url
     from omni_deploy.common.redact import register, secret_values
-    from omni_deploy.serve.supervise import local_url
 
     try:
         a, b = parse_overrides(a_pairs), parse_overrides(b_pairs)

@@ -59,14 +59,14 @@ def explain(
     from omni_deploy.cli.file_options import load_deployment, read_one_input
     from omni_deploy.cli.settings import resolve
     from omni_deploy.explain.explanation import as_json, as_text, choose_platforms, explain, platform_origin
-    from omni_deploy.speaker_backend.host import assumed_host, probe_host
+    from omni_deploy.speaker_backend import assumed_host, probe_host
 
     target = resolve(target_version).target_version
     deployment = load_deployment(read_one_input(file, stdin_filename), pipeline)
     host = probe_host() if probe else assumed_host(target)
     if probe:  # what the last server on this host reported (serve's run directories, or the variable)
         from omni_deploy.serve.rundir import default_runs_root
-        from omni_deploy.speaker_backend.host import last_server_reports
+        from omni_deploy.speaker_backend import last_server_reports
 
         host.server_reports, host.server_reports_from = last_server_reports(default_runs_root())
     platforms = choose_platforms(deployment, platform, backend)
