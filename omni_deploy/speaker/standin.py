@@ -84,8 +84,14 @@ def export_module(model, out: Path, seed: int = 0, opset: int = 13, replace: boo
             opset_version=opset,
             do_constant_folding=True,
         )
-    existing = "replace" if replace else "refuse"
-    write_atomic(out, buffer.getvalue(), link="replace", mode=0o644, fsync=False, existing=existing)
+    write_atomic(
+        out,
+        buffer.getvalue(),
+        link="replace",
+        mode=0o644,
+        fsync=False,
+        existing="replace" if replace else "refuse",
+    )
     return summarize(out)
 
 
