@@ -143,10 +143,11 @@ def main(argv: list[str] | None = None) -> int:
 
     args = sys.argv[1:] if argv is None else argv
     if args[:1] == ["--readme"] and len(args) == 2:
-        from omni_deploy.common.output.atomic import replace_file
+        from omni_deploy.common.atomic_write import KEEP, write_atomic
 
         path = Path(args[1])
-        replace_file(path, replace_table(path.read_text(encoding="utf-8")).encode("utf-8"))
+        text = replace_table(path.read_text(encoding="utf-8")).encode("utf-8")
+        write_atomic(path, text, link="follow", mode=KEEP, fsync=True)
         return 0
     if args:
         click.echo("usage: python -m tools.cli_reference [--readme README.md]", err=True)

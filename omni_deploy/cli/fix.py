@@ -5,7 +5,7 @@ Promises, each kept here:
   is touched: never a base file reached through another's base_config, a bundled file found by
   its bare name, or a file inside an installed package;
 - a file is written only when its fixed text loads and validates without the fixed findings;
-- a write is atomic (a temporary file beside it, renamed over it: common/output/atomic.py) and keeps
+- a write is atomic (a temporary file beside it, renamed over it: common/atomic_write.py) and keeps
   the file's owner, group and mode; only the fixed spans change, so comments, quoting, line
   endings and a BOM stay;
 - stdin is never written anywhere: its fixed text is printed; unfixed, its bytes as they came
@@ -190,13 +190,14 @@ def fix_files(
         say_err(f"would fix {fixed} finding(s) in {len(plans)} file(s)" if plans else "nothing to fix")
         return Outcome(reports, inputs, changed=bool(plans), notes=notes)
 
-    from omni_deploy.common.output.atomic import replace_file
+    from omni_deploy.common.atomic_write import KEEP, write_atomic
 
     for plan in plans:
         if plan.target is None:
             continue
         try:
-            replace_file(plan.target, ((_BOM if plan.bom else "") + plan.edited.text).encode("utf-8"))
+            text = ((_BOM if plan.bom else "") + plan.edited.text).encode("utf-8")
+            write_atomic(plan.target, text, link="follow", mode=KEEP, fsync=True)
         except OSError as exc:
             say_err(
                 for_terminal(

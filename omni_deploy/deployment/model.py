@@ -20,6 +20,7 @@ API (issue 11; render, validate, explain, serve, bench and k8s start here):
     d.code2wav_extra_in(config)  # ... inside a copy of a view (the launch spec renders an edited copy)
     d.section_platforms() # platforms the file has a section for; d.default_platforms(): cuda + those
     d.locate(["stages", 0, "devices"], platform=None)  # (node, origin of its key) or (None, ...)
+    stage_value(stage, "max_num_seqs")  # a stage's value: its typed field, else its engine_extras key
 
 Every value is a positioned node (`config.nodes`): `node.origin` is its file:line:col and layer
 (base, overlay, platform:cuda, ...); `to_plain(node)` gives the plain Python value.
@@ -55,6 +56,17 @@ from omni_deploy.config.nodes import Map, Node, Origin, Scalar, Seq, locate, pat
 from omni_deploy.config.platform import PlatformApplied, apply_platform
 from omni_deploy.config.stage_schema import PLATFORMS
 from omni_deploy.knowledge.pipelines import PipelineInfo, identify
+
+
+def stage_value(stage: Map, name: str) -> Node | None:
+    """A stage's value for `name` as the engine gets it: the typed field, else the same key in
+    `engine_extras` (a key the stage schema has no field for is gathered there on load, and a
+    platform section may set it either way). None when neither has it."""
+    node = stage.get(name)
+    if node is None:
+        extras = stage.get("engine_extras")
+        node = extras.get(name) if isinstance(extras, Map) else None
+    return node
 
 
 @dataclass

@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from omni_deploy.config.nodes import Map, Node, to_plain
+from omni_deploy.config.nodes import Map, to_plain
 from omni_deploy.config.platform import PlatformApplied
+from omni_deploy.deployment.model import stage_value
 from omni_deploy.knowledge.pipelines import PipelineInfo
 
 CODE2WAV_KNOBS = (
@@ -26,10 +27,7 @@ CODE2WAV_KNOBS = (
 
 
 def _field(stage: Map, name: str) -> Any:
-    node: Node | None = stage.get(name)
-    if node is None:
-        extras = stage.get("engine_extras")
-        node = extras.get(name) if isinstance(extras, Map) else None
+    node = stage_value(stage, name)
     return to_plain(node, unresolved=True) if node is not None else None  # ${oc.env:...} as written
 
 

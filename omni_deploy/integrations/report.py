@@ -7,7 +7,8 @@ it to the run directory's `speaker/`), each process writes one JSON file per pat
 there, and rewrites it when the component's backend changes (the encoder retired for good).
 `omni-deploy serve` and `explain --probe` read those files (omni_deploy.speaker_backend.server_report).
 
-Standard library only; nothing here may raise into vLLM.
+Standard library only (and omni_deploy.common.atomic_write, itself standard library only); nothing
+here may raise into vLLM.
 """
 
 from __future__ import annotations
@@ -17,12 +18,12 @@ import logging
 import os
 import socket
 import stat
-import tempfile
 import threading
 import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from omni_deploy.common.atomic_write import write_atomic
 from omni_deploy.integrations.speaker_rules import ENV_REPORT_DIR, LOG_PREFIX, LOGGER_NAME, REPORT_MARK
 
 WARNING_PREFIX = f"{LOG_PREFIX} "
@@ -147,11 +148,11 @@ def write_file(outcome: Outcome) -> str | None:
     path = os.path.join(directory, file_name(outcome))
     try:
         os.makedirs(directory, exist_ok=True)
-        # Written whole, then renamed: a reader never sees half a file.
-        handle, temporary = tempfile.mkstemp(prefix=".report-", suffix=".json", dir=directory)
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            json.dump(record, out, indent=1)
-        os.replace(temporary, path)
+        # Written whole, then renamed: a reader never sees half a file. 0600 as before (tempfile's
+        # mode); the temporary name ends in .partial, so read_files never takes it for a report.
+        write_atomic(
+            path, json.dumps(record, indent=1).encode("utf-8"), link="replace", mode=0o600, fsync=False
+        )
     except OSError as exc:
         warn_once(f"report-file:{directory}", "cannot write the report file in %s=%s (%s); the report line in the "
                   "log is all there is", ENV_REPORT_DIR, directory, exc)  # fmt: skip

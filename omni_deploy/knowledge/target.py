@@ -7,7 +7,6 @@ installed) is checked against the newest release's reads, and says so.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 from dataclasses import dataclass, field
@@ -211,20 +210,15 @@ def _cached_payload(path: Path) -> dict[str, Any] | None:
 
 
 def _write_cache(path: Path, payload: dict[str, Any]) -> None:
-    """Write the cache atomically: a new file renamed over the old entry (whatever that is)."""
-    import secrets
+    """Write the cache atomically: a new file renamed over the old entry (whatever that is, a link
+    included); no fsync, since a lost cache is only re-read from the tree."""
+    from omni_deploy.common.atomic_write import write_atomic
 
-    partial = path.with_name(f".{path.name}.{secrets.token_hex(4)}.partial")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o644)
-        with open(fd, "w", encoding="utf-8") as handle:
-            handle.write(json.dumps(payload))
-        os.replace(partial, path)
+        write_atomic(path, json.dumps(payload).encode("utf-8"), link="replace", mode=0o644, fsync=False)
     except OSError:
-        with contextlib.suppress(OSError):
-            partial.unlink()
-        # a read-only home only costs the next run a re-read
+        pass  # a read-only home only costs the next run a re-read
 
 
 def _cache_dir() -> Path:

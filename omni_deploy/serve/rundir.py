@@ -2,7 +2,7 @@
 
 Private to the user (directories 0700, files 0600): the record and the log can hold hosts,
 paths and whatever the server prints. Every file is created with O_EXCL|O_NOFOLLOW
-(omni_deploy.common.safe_write), so a symlink planted in the directory, even a dangling one, is never
+(omni_deploy.common.atomic_write), so a symlink planted in the directory, even a dangling one, is never
 written through; the record is rewritten atomically (a fresh temporary name, then a rename). Path
 lengths are checked before anything is created, so a name the file system cannot hold leaves no
 half-made folder behind. Two runs given the same --run-dir: the second is told so, never a crash.
@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from omni_deploy.common import guarded
+from omni_deploy.common.atomic_write import create_new, open_new, write_atomic
 from omni_deploy.common.errors import OmniDeployError, UsageProblem
-from omni_deploy.common.safe_write import create_new, open_new, replace_atomic
 
 
 class RunDirError(OmniDeployError):
@@ -38,7 +38,7 @@ def default_runs_root() -> Path:
 PRIVATE_DIR = 0o700
 REPORT_SUBDIR = "speaker"  # where the server's processes write their speaker reports
 PRIVATE_FILE = 0o600
-# The longest name written inside: the record's temporary file (safe_write's naming).
+# The longest name written inside: the record's temporary file (atomic_write's naming).
 _LONGEST_INSIDE = len(".launch.json.") + 12 + len(".partial")
 
 
@@ -141,6 +141,10 @@ def add_to_record(run_dir: Path, fields: dict[str, Any]) -> None:
     """Add fields to our own launch.json (written by write_record in a directory we made)."""
     record = read_record(run_dir)
     record.update(fields)
-    replace_atomic(
-        run_dir / "launch.json", (json.dumps(record, indent=2, default=str) + "\n").encode(), PRIVATE_FILE
+    write_atomic(
+        run_dir / "launch.json",
+        (json.dumps(record, indent=2, default=str) + "\n").encode(),
+        link="replace",
+        mode=PRIVATE_FILE,
+        fsync=False,
     )

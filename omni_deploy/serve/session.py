@@ -17,7 +17,7 @@ from omni_deploy.serve.prepare import check, decide, dry_run_text, real_run_outc
 from omni_deploy.serve.request import ServeRequest
 from omni_deploy.serve.start import exec_server, supervise
 from omni_deploy.speaker_backend import VENDOR_TOOLS, detect_platform, probe_host
-from omni_deploy.validate.report import text as report_text
+from omni_deploy.validate.reporters.text import text as report_text
 
 Echo = Callable[[str, bool], None]  # (text, to stderr)
 

@@ -60,14 +60,14 @@ def export_standin(out: Path, seed: int = 0, opset: int = 13, replace: bool = Tr
 def export_module(model, out: Path, seed: int = 0, opset: int = 13, replace: bool = True) -> GraphSummary:  # type: ignore[no-untyped-def]
     """Export an eval-mode CAM++ module the way the released file was exported.
 
-    Exported in memory, then written through omni_deploy.common.safe_write: a fresh temporary name, then
+    Exported in memory, then written through omni_deploy.common.atomic_write: a fresh temporary name, then
     renamed over `out` (`replace`) or linked to it only if it does not exist; a planted
     `OUT.partial` symlink or a link at `out` never redirects the write."""
     import io
 
     import torch
 
-    from omni_deploy.common.safe_write import publish_new, replace_atomic
+    from omni_deploy.common.atomic_write import write_atomic
 
     example = torch.randn(1, 200, 80, generator=torch.Generator().manual_seed(seed + 1))
     buffer = io.BytesIO()
@@ -84,7 +84,14 @@ def export_module(model, out: Path, seed: int = 0, opset: int = 13, replace: boo
             opset_version=opset,
             do_constant_folding=True,
         )
-    (replace_atomic if replace else publish_new)(out, buffer.getvalue(), 0o644)
+    write_atomic(
+        out,
+        buffer.getvalue(),
+        link="replace",
+        mode=0o644,
+        fsync=False,
+        existing="replace" if replace else "refuse",
+    )
     return summarize(out)
 
 

@@ -315,6 +315,7 @@ def ray_stages(deployment: Deployment, platform: str) -> dict[int, str]:
     """Stages whose model runs in Ray workers (`distributed_executor_backend: ray`, on the stage or
     pipeline-wide) in `platform`'s view, with where that was set."""
     from omni_deploy.common.errors import OmniDeployError
+    from omni_deploy.deployment.model import stage_value
 
     try:
         view = deployment.on(platform)
@@ -324,11 +325,7 @@ def ray_stages(deployment: Deployment, platform: str) -> dict[int, str]:
     found = {}
     for stage in view.stages:
         sid = stage.get("stage_id")
-        extras = stage.get("engine_extras")
-        own = stage.get("distributed_executor_backend") or (
-            extras.get("distributed_executor_backend") if isinstance(extras, Map) else None
-        )
-        node = own or top
+        node = stage_value(stage, "distributed_executor_backend") or top
         if (
             isinstance(sid, Scalar)
             and isinstance(sid.value, int)

@@ -9,6 +9,7 @@ from dataclasses import replace
 from omni_deploy.common import codes, jsonpath
 from omni_deploy.config.nodes import Map, Node, Origin, Scalar, Seq, to_plain
 from omni_deploy.config.platform import PlatformApplied
+from omni_deploy.deployment.model import stage_value
 from omni_deploy.validate import blame
 from omni_deploy.validate.context import Context
 from omni_deploy.validate.findings import Finding, at
@@ -21,15 +22,6 @@ def _number(node: Node | None) -> float | None:
     if isinstance(node, Scalar) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
         return float(node.value)
     return None
-
-
-def _field(stage: Map, name: str) -> Node | None:
-    """A stage value after platform application: a typed field, else an engine extra."""
-    node = stage.get(name)
-    if node is None:
-        extras = stage.get("engine_extras")
-        node = extras.get(name) if isinstance(extras, Map) else None
-    return node
 
 
 def _devices(stage: Map) -> list[str]:
@@ -127,7 +119,7 @@ def _memory_on(ctx: Context, platform: str, applied: PlatformApplied) -> list[Fi
         sid = to_plain(stage.get("stage_id"))
         util_node = stage.get("gpu_memory_utilization")
         util = _number(util_node)
-        kv_node = _field(stage, "kv_cache_memory_bytes")
+        kv_node = stage_value(stage, "kv_cache_memory_bytes")
         kv = _number(kv_node)
         if util is not None and not 0 < util <= 1:
             util = None  # already a type/bound error; summing it would only repeat that
@@ -380,7 +372,7 @@ def _talker_kv(ctx: Context, talker_id: int) -> list[Finding]:
         talker = next((s for s in applied.stages if to_plain(s.get("stage_id")) == talker_id), None)
         if talker is None:
             continue
-        kv_node = _field(talker, "kv_cache_memory_bytes")
+        kv_node = stage_value(talker, "kv_cache_memory_bytes")
         kv = _number(kv_node)
         seqs, length = _number(talker.get("max_num_seqs")), _number(talker.get("max_model_len"))
         if kv is None or kv_node is None or seqs is None or length is None or kv < 0:
@@ -440,7 +432,7 @@ def check_batched_tokens(ctx: Context) -> list[Finding]:
     top_chunked = _number_bool(ctx.deployment.config.get("enable_chunked_prefill"))
     for platform, applied in ctx.applied.items():
         for stage in applied.stages:
-            chunked = _number_bool(_field(stage, "enable_chunked_prefill"))
+            chunked = _number_bool(stage_value(stage, "enable_chunked_prefill"))
             chunked = top_chunked if chunked is None else chunked
             batched_node = stage.get("max_num_batched_tokens")
             batched, length = _number(batched_node), _number(stage.get("max_model_len"))

@@ -8,6 +8,7 @@ from __future__ import annotations
 from omni_deploy.common import codes, jsonpath
 from omni_deploy.config.nodes import Map, Node, Scalar, to_plain
 from omni_deploy.config.platform import PlatformApplied
+from omni_deploy.deployment.model import stage_value
 from omni_deploy.validate.context import Context
 from omni_deploy.validate.findings import Finding, at
 from omni_deploy.validate.rules import emits
@@ -136,9 +137,8 @@ def _dtype_names(ctx: Context, applied: PlatformApplied) -> list[_Said]:
         sid = to_plain(stage.get("stage_id"))
         if isinstance(sid, int) and kinds.get(sid) == "diffusion":
             continue
-        extras = stage.get("engine_extras")
         for key, (names, at_line) in _VLLM_NAMES.items():
-            node = stage.get(key) or (extras.get(key) if isinstance(extras, Map) else None)
+            node = stage_value(stage, key)
             value = node.value if isinstance(node, Scalar) else None
             if isinstance(value, str) and value.lower() not in names:
                 out.append((node, f"{jsonpath.stage(sid)}.{key}",
@@ -203,10 +203,7 @@ def _vae_modes(ctx: Context, applied: PlatformApplied) -> list[_Said]:
         sid = to_plain(stage.get("stage_id"))
         if not isinstance(sid, int) or kinds.get(sid) != "diffusion":
             continue
-        extras = stage.get("engine_extras")
-        parallel = stage.get("parallel_config") or (
-            extras.get("parallel_config") if isinstance(extras, Map) else None
-        )
+        parallel = stage_value(stage, "parallel_config")
         for holder, where in (
             (stage, jsonpath.stage(sid)),
             (parallel, f"{jsonpath.stage(sid)}.parallel_config"),
@@ -243,10 +240,7 @@ def _hsdp(ctx: Context, applied: PlatformApplied) -> list[_Said]:
         sid = to_plain(stage.get("stage_id"))
         if not isinstance(sid, int) or kinds.get(sid) != "diffusion":
             continue
-        extras = stage.get("engine_extras")
-        parallel = stage.get("parallel_config") or (
-            extras.get("parallel_config") if isinstance(extras, Map) else None
-        )
+        parallel = stage_value(stage, "parallel_config")
         parallel = parallel if isinstance(parallel, Map) else None
         use = parallel.get("use_hsdp") if parallel is not None else None
         if not (isinstance(use, Scalar) and use.value is True):

@@ -59,7 +59,7 @@ def _run_example(code: str, example: str) -> list[str]:
 
     from omni_deploy.common.bundled import default_deploy_file
     from omni_deploy.validate.example_options import example_options
-    from omni_deploy.validate.report import drawn
+    from omni_deploy.validate.reporters.text import drawn
     from omni_deploy.validate.runner import validate_file
     from omni_deploy.validate.server_check.run import OFF
 

@@ -37,3 +37,20 @@ def test_an_unloadable_name_raises_config_error_with_its_code() -> None:
     with pytest.raises(ConfigError) as caught:
         Deployment.load(str(ROOT / "tests" / "data" / "loader" / "negative" / "no_such_file.yaml"))
     assert caught.value.code == "E107"
+
+
+def test_stage_value_is_the_typed_field_else_the_engine_extra() -> None:
+    from omni_deploy.config.nodes import DEFAULT_ORIGIN, Map, from_plain
+    from omni_deploy.deployment.model import stage_value
+
+    stage = from_plain(
+        {"max_num_seqs": 4, "devices": None, "engine_extras": {"max_num_seqs": 8, "max_model_len": 512}},
+        DEFAULT_ORIGIN,
+    )
+    assert isinstance(stage, Map)
+    assert to_plain(stage_value(stage, "max_num_seqs")) == 4  # the typed field wins
+    assert to_plain(stage_value(stage, "max_model_len")) == 512  # else the engine extra
+    assert to_plain(stage_value(stage, "devices")) is None  # written as null: the typed field still
+    assert stage_value(stage, "enforce_eager") is None
+    bare = from_plain({"engine_extras": None}, DEFAULT_ORIGIN)
+    assert isinstance(bare, Map) and stage_value(bare, "x") is None

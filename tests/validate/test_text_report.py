@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from omni_deploy.validate.findings import Finding
-from omni_deploy.validate.report import TextOptions, statistics, text
+from omni_deploy.validate.reporters import ReportOptions
+from omni_deploy.validate.reporters.text import statistics, text
 from omni_deploy.validate.runner import FileReport
 from tests.support.cli import run_cli
 
@@ -27,7 +28,7 @@ def test_findings_are_grouped_by_file_in_order_with_counts() -> None:
         FileReport("a.yaml", [_finding("a.yaml", 3), _finding("base.yaml", 7, "E307", "error")]),
         FileReport("b.yaml", [_finding("b.yaml", 2), _finding("a.yaml", 9)]),
     ]
-    out = text(reports, TextOptions(sources={"a.yaml": "x\n" * 20, "b.yaml": "", "base.yaml": ""}))
+    out = text(reports, ReportOptions(sources={"a.yaml": "x\n" * 20, "b.yaml": "", "base.yaml": ""}))
     headers = [line for line in out.splitlines() if line.endswith(("warning", "warnings", "error"))]
     assert headers == ["a.yaml: 2 warnings", "base.yaml: 1 error", "b.yaml: 1 warning"]
     assert out.splitlines()[-1] == "invalid: 1 of 2 files; 1 error, 3 warnings, 0 infos (E307 1, W302 3)"
@@ -46,13 +47,13 @@ def test_messages_and_source_are_shown_escaped() -> None:
     # A file name, a message and a source line with terminal escapes: shown, never obeyed.
     evil = "x\x1b]0;owned\x07.yaml"
     report = FileReport(evil, [_finding(evil, 1, message="bad \x1b[2J value")])
-    out = text([report], TextOptions(sources={evil: "k: \x1b[31mred\n"}))
+    out = text([report], ReportOptions(sources={evil: "k: \x1b[31mred\n"}))
     assert "\x1b" not in out and "\\x1b]0;owned\\x07" in out and "bad \\x1b[2J value" in out
 
 
 def test_long_messages_wrap_at_the_width_given() -> None:
     report = FileReport("a.yaml", [_finding("a.yaml", 0, message="word " * 40)])
-    out = text([report], TextOptions(width=80))
+    out = text([report], ReportOptions(width=80))
     assert max(len(line) for line in out.splitlines()) <= 80
 
 
@@ -105,3 +106,12 @@ def test_concise_is_one_line_per_finding(capsys: pytest.CaptureFixture[str]) -> 
     assert len(findings) == 11 and sum("error[E307]" in line for line in findings) == 9
     assert lines[: len(findings)] == findings  # the findings first, one line each
     assert lines[-1].startswith("invalid: 1 of 1 file;")
+
+
+def test_every_format_the_option_offers_has_one_reporter_by_that_name() -> None:
+    from omni_deploy.cli.commands.validate import validate
+    from omni_deploy.validate.reporters import REPORTERS
+
+    (option,) = [p for p in validate.params if p.name == "fmt" or "--format" in getattr(p, "opts", [])]
+    assert set(getattr(option.type, "choices", ())) == set(REPORTERS)
+    assert all(name == reporter.name for name, reporter in REPORTERS.items())

@@ -214,7 +214,7 @@ def _validated(file: str | None, options: K8sOptions, settings: Settings) -> Dep
     error stops the build."""
     from omni_deploy.cli.file_options import one_file_name
     from omni_deploy.validate.context import Options
-    from omni_deploy.validate.report import text as report_text
+    from omni_deploy.validate.reporters.text import text as report_text
     from omni_deploy.validate.runner import validate_file
 
     checks = Options(

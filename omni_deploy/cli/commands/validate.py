@@ -246,26 +246,20 @@ def _report(
     """The reporter's document on stdout (on stderr when stdout carries fixed text)."""
     import sys
 
-    from omni_deploy.validate.report import REPORTERS, TextOptions, concise, text
+    from omni_deploy.common.output import color
+    from omni_deploy.common.output.tables import UNBOUNDED, width_for
+    from omni_deploy.validate.reporters import REPORTERS, ReportOptions
 
     stream = sys.stderr if to_stderr else sys.stdout
-    if fmt in ("text", "concise"):
-        from omni_deploy.common.output import color
-        from omni_deploy.common.output.tables import UNBOUNDED, width_for
-
-        width = width_for(stream)
-        options = TextOptions(
-            color=color.wanted(stream),
-            width=None if width >= UNBOUNDED else width,
-            quiet=quiet,
-            statistics=statistics,
-            sources={i.name: body for i in inputs if (body := _stdin_text(i)) is not None},
-        )
-        output = (text if fmt == "text" else concise)(reports, options)
-        if output:
-            click.echo(output, color=options.color, err=to_stderr)
-        return
-    click.echo(REPORTERS[fmt](reports), err=to_stderr)
+    width = width_for(stream)
+    options = ReportOptions(
+        color=color.wanted(stream),
+        width=None if width >= UNBOUNDED else width,
+        quiet=quiet,
+        statistics=statistics,
+        sources={i.name: body for i in inputs if (body := _stdin_text(i)) is not None},
+    )
+    REPORTERS[fmt].emit(reports, stream, options)
 
 
 def _stdin_text(source: Input) -> str | None:

@@ -13,8 +13,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from omni_deploy.common.errors import OmniDeployError
-from omni_deploy.config.nodes import Map, Node, Scalar, to_plain
+from omni_deploy.config.nodes import Map, Scalar, to_plain
 from omni_deploy.config.platform import PlatformApplied
+from omni_deploy.deployment.model import stage_value
 from omni_deploy.knowledge.pipelines import PipelineInfo
 
 
@@ -72,19 +73,11 @@ def _split(text: str) -> list[str]:
     return [d.strip() for d in text.split(",") if d.strip()]
 
 
-def _field(stage: Map, name: str) -> Node | None:
-    node = stage.get(name)
-    if node is None:
-        extras = stage.get("engine_extras")
-        node = extras.get(name) if isinstance(extras, Map) else None
-    return node
-
-
 MAX_PER_STAGE = 4096  # replicas, or GPUs of one replica: beyond any node; lists stay small
 
 
 def _positive_int(stage: Map, name: str, default: int) -> int:
-    node = _field(stage, name)
+    node = stage_value(stage, name)
     value = to_plain(node) if node is not None else None
     if value is None:
         return default
@@ -103,7 +96,7 @@ def stage_use(stage: Map, role: str) -> StageUse:
     per_replica = _positive_int(stage, "tensor_parallel_size", 1) * _positive_int(
         stage, "pipeline_parallel_size", 1
     )
-    node = _field(stage, "devices")
+    node = stage_value(stage, "devices")
     written = None if node is None or to_plain(node) is None else str(to_plain(node))
     if written is None:
         # No placement: every replica inherits the launcher's devices and uses the first ones.
