@@ -16,25 +16,22 @@ from omni_deploy.common.cli_fields import Option, OptionValueError, ValueType, c
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+# The Click type of each value type of omni_deploy/common/cli_fields.py, from its arguments.
+_TYPES: dict[str, Callable[..., click.ParamType]] = {
+    "platform": lambda *special: params.PlatformType(*special),
+    "pipeline": lambda: params.PipelineType(),
+    "count": lambda low, high: params.Count(low, high),
+    "real": lambda low, high, low_open: params.Real(low, high, low_open),
+    "seconds": lambda low_open: params.seconds(low_open),
+    "port": lambda: params.PORT,
+    "choice": lambda *words: click.Choice(words),
+    "path": lambda as_path, **keywords: click.Path(path_type=Path if as_path else None, **keywords),
+    "target_version": lambda: params.TargetVersionType(),
+}
+
+
 def _param_type(value_type: ValueType) -> click.ParamType:
-    kind, args, keywords = value_type.kind, value_type.args, dict(value_type.keywords)
-    if kind == "platform":
-        return params.PlatformType(*args)
-    if kind == "pipeline":
-        return params.PipelineType()
-    if kind == "count":
-        return params.Count(*args)
-    if kind == "real":
-        return params.Real(*args)
-    if kind == "seconds":
-        return params.seconds(*args)
-    if kind == "port":
-        return params.PORT
-    if kind == "choice":
-        return click.Choice(args)
-    if kind == "path":
-        return click.Path(path_type=Path if args[0] else None, **keywords)
-    raise ValueError(f"no Click type for the value type {kind!r}")
+    return _TYPES[value_type.kind](*value_type.args, **dict(value_type.keywords))
 
 
 def _callback(check: Callable[[Any], Any], flag: str) -> Callable[[click.Context, click.Parameter, Any], Any]:
@@ -51,13 +48,15 @@ def _click_option(name: str, spec: Option, default: Any) -> Callable[[F], F]:
     if spec.shared == "target_version":
         from omni_deploy.cli.settings import target_version_option
 
-        return target_version_option(*spec.shared_args)  # type: ignore[no-any-return]
+        return target_version_option(*spec.shared_args)
     if spec.shared == "output":
-        return params.output_option(*spec.shared_args, help=spec.help)  # type: ignore[no-any-return]
+        return params.output_option(spec.shared_args[0], help=spec.help)
     keywords: dict[str, Any] = {"help": spec.help}
     # Click's own default where the option leaves it out (a flag's False, a repeatable's ()).
-    if default is not dataclasses.MISSING and not (spec.is_flag and default is False) and not (
-        spec.multiple and default == ()
+    if (
+        default is not dataclasses.MISSING
+        and not (spec.is_flag and default is False)
+        and not (spec.multiple and default == ())
     ):
         keywords["default"] = default
     if spec.type is not None:

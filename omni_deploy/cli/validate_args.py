@@ -9,13 +9,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from omni_deploy.cli.params import MAX_GPUS_PER_NODE
 from omni_deploy.cli.settings import ENV_IGNORE, ENV_STRICT
 from omni_deploy.common import cli_fields as cf
 from omni_deploy.common.cli_fields import option, shared_option
+from omni_deploy.common.defaults import MAX_GPUS_PER_NODE
 
 if TYPE_CHECKING:
     from omni_deploy.validate.context import Options
+
 
 def model_folder(value: str | None) -> str | None:
     """--model as the server check's child will read it: a folder's config.json must be a regular
@@ -125,7 +126,9 @@ class ValidateArgs:
 
         settings = resolve(self.target_version, self.strict, self.ignore)
         platforms = self.platforms
-        chosen = None if not platforms else (PLATFORMS if "all" in platforms else tuple(dict.fromkeys(platforms)))
+        chosen = (
+            None if not platforms else (PLATFORMS if "all" in platforms else tuple(dict.fromkeys(platforms)))
+        )
         shape = None
         if self.model_config is not None:
             try:
