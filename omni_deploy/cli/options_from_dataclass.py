@@ -51,6 +51,10 @@ def _click_option(name: str, spec: Option, default: Any) -> Callable[[F], F]:
         return target_version_option(*spec.shared_args)
     if spec.shared == "output":
         return params.output_option(spec.shared_args[0], help=spec.help)
+    if spec.shared == "stdin_filename":
+        from omni_deploy.cli.file_options import stdin_filename_option
+
+        return stdin_filename_option()
     keywords: dict[str, Any] = {"help": spec.help}
     # Click's own default where the option leaves it out (a flag's False, a repeatable's ()).
     if (

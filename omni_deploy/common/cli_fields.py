@@ -74,7 +74,7 @@ class Option:
 
     `shared` names an option every command spells the same way (the CLI side builds it, with
     `shared_args`): "target_version" (args: what it is checked against, more help) or "output"
-    (args: the formats; `help` is its help). `check` sees the parsed value and returns the value
+    (args: the formats; `help` is its help) or "stdin_filename". `check` sees the parsed value and returns the value
     to keep, or raises OptionValueError.
     """
 
