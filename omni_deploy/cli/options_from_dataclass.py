@@ -26,7 +26,6 @@ _TYPES: dict[str, Callable[..., click.ParamType]] = {
     "port": lambda: params.PORT,
     "choice": lambda *words: click.Choice(words),
     "path": lambda as_path, **keywords: click.Path(path_type=Path if as_path else None, **keywords),
-    "target_version": lambda: params.TargetVersionType(),
 }
 
 
@@ -34,12 +33,12 @@ def _param_type(value_type: ValueType) -> click.ParamType:
     return _TYPES[value_type.kind](*value_type.args, **dict(value_type.keywords))
 
 
-def _callback(check: Callable[[Any], Any], flag: str) -> Callable[[click.Context, click.Parameter, Any], Any]:
-    def callback(_ctx: click.Context, _param: click.Parameter, value: Any) -> Any:
+def _callback(check: Callable[[Any], Any]) -> Callable[[click.Context, click.Parameter, Any], Any]:
+    def callback(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
         try:
             return check(value)
-        except OptionValueError as refused:
-            raise click.BadParameter(refused.why, param_hint=refused.hint or flag) from None
+        except OptionValueError as refused:  # without a hint, Click names the option
+            raise click.BadParameter(refused.why, ctx, param, param_hint=refused.hint) from None
 
     return callback
 
@@ -71,7 +70,7 @@ def _click_option(name: str, spec: Option, default: Any) -> Callable[[F], F]:
     if spec.metavar is not None:
         keywords["metavar"] = spec.metavar
     if spec.check is not None:
-        keywords["callback"] = _callback(spec.check, spec.decls[-1].split("/")[0])
+        keywords["callback"] = _callback(spec.check)
     return click.option(*spec.decls, name, **keywords)  # the field's name, whatever the flags
 
 

@@ -65,7 +65,6 @@ def path(*, as_path: bool = True, **keywords: bool) -> ValueType:
 
 PIPELINE = ValueType("pipeline")
 PORT = ValueType("port")
-TARGET_VERSION = ValueType("target_version")
 
 
 @dataclass(frozen=True)

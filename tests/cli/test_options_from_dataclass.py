@@ -101,3 +101,24 @@ def test_option_dataclasses_stay_free_of_click(module: str) -> None:
     code = f"import sys, {module}; sys.exit('click' in sys.modules)"
     root = Path(__file__).resolve().parents[2]
     assert subprocess.run([sys.executable, "-c", code], cwd=root, check=False).returncode == 0
+
+
+def test_a_check_without_a_hint_is_reported_against_its_option() -> None:
+    @click.command()
+    @options_from(_Hintless)
+    def command(**kwargs: object) -> None:
+        _Hintless(**picked(_Hintless, kwargs))
+
+    result = CliRunner().invoke(command, ["--size", "0"])
+    assert result.exit_code == 2 and "Invalid value for '--size': no room" in result.output
+
+
+def _no_room(value: str) -> str:
+    if value == "0":
+        raise OptionValueError("no room")
+    return value
+
+
+@dataclasses.dataclass(frozen=True)
+class _Hintless:
+    size: str = option("--size", default="1", check=_no_room, help="Size.")
