@@ -24,6 +24,7 @@ _TYPES: dict[str, Callable[..., click.ParamType]] = {
     "real": lambda low, high, low_open: params.Real(low, high, low_open),
     "seconds": lambda low_open: params.seconds(low_open),
     "port": lambda: params.PORT,
+    "device": lambda: params.DeviceType(),
     "choice": lambda *words: click.Choice(words),
     "path": lambda as_path, **keywords: click.Path(path_type=Path if as_path else None, **keywords),
 }

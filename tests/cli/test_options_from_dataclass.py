@@ -21,6 +21,7 @@ from omni_deploy.common.cli_fields import OptionValueError, option
 from omni_deploy.explain.args import ExplainArgs
 from omni_deploy.k8s.cli_options import K8sArgs
 from omni_deploy.serve.request import ServeArgs
+from omni_deploy.speaker.tool_args import ParityArgs, SpkBenchArgs, StandinArgs
 
 COMMANDS = [
     (("validate",), ValidateArgs),
@@ -29,6 +30,9 @@ COMMANDS = [
     (("explain",), ExplainArgs),
     (("bench", "run"), SweepArgs),
     (("bench", "ab"), SweepArgs),
+    (("spk", "make-standin"), StandinArgs),
+    (("spk", "parity"), ParityArgs),
+    (("spk", "bench"), SpkBenchArgs),
 ]
 
 
@@ -95,6 +99,7 @@ def test_generated_help_types_and_checks() -> None:
         "omni_deploy.k8s.cli_options",
         "omni_deploy.bench.sweep_args",
         "omni_deploy.explain.args",
+        "omni_deploy.speaker.tool_args",
     ],
 )
 def test_option_dataclasses_stay_free_of_click(module: str) -> None:
