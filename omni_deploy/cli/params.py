@@ -237,7 +237,6 @@ class Real(click.ParamType):
             self.fail(str(exc), param, ctx)
 
 
-MAX_GPUS_PER_NODE = 1024
 PORT = Count(1, 65535)
 
 

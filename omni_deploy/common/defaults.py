@@ -18,3 +18,4 @@ READY_TIMEOUT_S = 1800
 # the first requests. Seconds on an H200 (docs/benchmarks.md); the budget allows a slow host.
 SPK_WARMUP_BUDGET_S = 120
 STOP_GRACE_S = 10  # between TERM and KILL when a server is stopped
+MAX_GPUS_PER_NODE = 1024  # the most GPUs a node may offer (validate's and k8s's --gpus-per-node)

@@ -8,11 +8,11 @@ from typing import Any
 
 import click
 
-from omni_deploy.cli.params import PORT, Count, number_list, output_option, parse_count, seconds
+from omni_deploy.bench.sweep_args import MAX_CONCURRENCY, SweepArgs
+from omni_deploy.cli.options_from_dataclass import options_from, picked
+from omni_deploy.cli.params import PORT, Count, number_list, output_option, parse_count
 from omni_deploy.common import defaults
 from omni_deploy.common.install_hint import install_hint
-
-MAX_CONCURRENCY = 100_000
 
 
 def _ints(value: str) -> tuple[int, ...]:
@@ -21,131 +21,36 @@ def _ints(value: str) -> tuple[int, ...]:
     )
 
 
-# The options bench run and bench ab share: what a sweep is, where it writes, how it reports.
-_SWEEP_OPTIONS = [
-    click.option(
-        "--model",
-        default=defaults.MODEL,
-        show_default=True,
-        help="The model the server runs (hub id or path), as `serve --model` means it.",
-    ),
-    click.option(
-        "--served-model-name",
-        default=None,
-        help="Name the API answers to, if the server was given one (default: --model, as vLLM's).",
-    ),
-    click.option(
-        "--dataset-path",
-        required=True,
-        type=click.Path(exists=True, file_okay=False, path_type=Path),
-        help="Seed-TTS input folder: en/meta.lst and the WAVs it names (`bench inputs` lays one out; "
-        "files are checked against its manifest.json).",
-    ),
-    click.option(
-        "--tokenizer",
-        default=None,
-        help="Tokenizer vllm bench serve counts tokens with (default: --model).",
-    ),
-    click.option(
-        "--concurrency",
-        default="1,4,8,16,32",
-        show_default=True,
-        help="Concurrency levels, comma-separated.",
-    ),
-    click.option(
-        "--prompts", type=Count(1, 10**6), default=64, show_default=True, help="Requests per round."
-    ),
-    click.option(
-        "--rounds",
-        type=Count(1, 1000),
-        default=2,
-        show_default=True,
-        help="Measured rounds per concurrency.",
-    ),
-    click.option(
-        "--discard",
-        type=Count(0, 1000),
-        default=1,
-        show_default=True,
-        help="Rounds run and thrown away before the measured ones, per concurrency.",
-    ),
-    click.option("--warmup", type=Count(0, 10**6), default=0, show_default=True, help="Warm-up requests."),
-    click.option(
-        "--warmup-path",
-        type=click.Path(exists=True, file_okay=False, path_type=Path),
-        help="Seed-TTS directory for the warm-up requests (default: --dataset-path).",
-    ),
-    click.option(
-        "--warmup-concurrency",
-        type=Count(1, MAX_CONCURRENCY),
-        default=16,
-        show_default=True,
-        help="Concurrency of the warm-up requests.",
-    ),
-    click.option(
-        "--extra-body",
-        type=click.Path(exists=True, dir_okay=False, path_type=Path),
-        help="Sampling settings of the three stages (default: the write-up's).",
-    ),
-    click.option(
-        "--result-dir",
-        type=click.Path(file_okay=False, path_type=Path),
-        default=Path("bench-results"),
-        show_default=True,
-        help="Folder for the result files (one JSON per round; finished rounds are kept, not re-run).",
-    ),
-    click.option(
-        "--ready-timeout",
-        type=seconds(),
-        default=defaults.READY_TIMEOUT_S,
-        show_default=True,
-        help="Seconds to wait for the server's /health before the first round.",
-    ),
-    click.option("--dry-run", is_flag=True, help="Print the commands; run nothing."),
-    output_option(
-        ("text", "json"),
-        help="json: the rounds (commands, result files, done or not) as one document on stdout "
-        "(docs/json-output.md); progress stays on stderr.",
-    ),
-]
-
-
 def _renamed(value: Any, old: str, new: str) -> None:
     if value is not None:
         raise click.UsageError(f"{old} is now {new} (the model to serve, as in serve and k8s)")
 
 
-def sweep_options(f: Any) -> Any:
-    for option in reversed(_SWEEP_OPTIONS):
-        f = option(f)
-    return f
-
-
-def _sweep(base_url: str, kw: dict[str, Any], order: str) -> Any:
+def _sweep(base_url: str, args: SweepArgs, order: str) -> Any:
     from omni_deploy.bench.inputs import check_folder
     from omni_deploy.bench.protocol import SweepOptions, load_extra_body
 
-    extra_body = load_extra_body(kw["extra_body"])
+    extra_body = load_extra_body(args.extra_body)
     # Before anything runs (also for --dry-run: it says what the run would do): requests to send.
-    check_folder(kw["dataset_path"])
-    if kw["warmup"] > 0 and kw["warmup_path"] is not None:
-        check_folder(kw["warmup_path"], option="--warmup-path")
+    check_folder(args.dataset_path)
+    if args.warmup > 0 and args.warmup_path is not None:
+        check_folder(args.warmup_path, option="--warmup-path")
     return SweepOptions(
         base_url=base_url.rstrip("/"),
-        model=kw["served_model_name"] or kw["model"],  # the name requests carry
-        dataset_path=kw["dataset_path"],
-        tokenizer=kw["tokenizer"] or kw["model"],
-        concurrency=_ints(kw["concurrency"]),
-        prompts=kw["prompts"],
-        rounds=kw["rounds"],
-        discard=kw["discard"],
-        warmup=kw["warmup"],
-        warmup_path=kw["warmup_path"],
-        warmup_concurrency=kw["warmup_concurrency"],
+        model=args.served_model_name or args.model,  # the name requests carry
+        dataset_path=args.dataset_path,
+        tokenizer=args.tokenizer or args.model,
+        concurrency=_ints(args.concurrency),
+        prompts=args.prompts,
+        rounds=args.rounds,
+        discard=args.discard,
+        warmup=args.warmup,
+        warmup_path=args.warmup_path,
+        warmup_concurrency=args.warmup_concurrency,
         order=order,
         extra_body=extra_body,
-        result_dir=kw["result_dir"],
-        ready_check_timeout=int(kw["ready_timeout"]),
+        result_dir=args.result_dir,
+        ready_check_timeout=int(args.ready_timeout),
     )
 
 
@@ -163,25 +68,26 @@ def bench() -> None:
     show_default=True,
     help="Concurrency order: forward (low to high) or reverse; A/B runs use both to cancel drift.",
 )
-@sweep_options
+@options_from(SweepArgs)  # the options bench run and bench ab share
 def run(base_url: str, order: str, **kw: Any) -> int:
     """Run warm-up, discarded and measured rounds per concurrency against a running server."""
     from omni_deploy.bench.protocol import plan_sweep
     from omni_deploy.bench.runner import stderr_say, steps_json, sweep_server, timed
 
-    options = _sweep(base_url, kw, order)
+    args = SweepArgs(**picked(SweepArgs, kw))
+    options = _sweep(base_url, args, order)
     steps = plan_sweep(options)
-    as_json = kw["fmt"] == "json"
-    if kw["dry_run"] and not as_json:
+    as_json = args.fmt == "json"
+    if args.dry_run and not as_json:
         for step in steps:
             click.echo(shlex.join(step.argv))
         return 0
     done: list[Any] = []
-    if not kw["dry_run"]:
+    if not args.dry_run:
         say = timed(stderr_say)
-        done = sweep_server(steps, options.base_url, kw["ready_timeout"], options.result_dir, say, as_json)
+        done = sweep_server(steps, options.base_url, args.ready_timeout, options.result_dir, say, as_json)
     if as_json:
-        click.echo(steps_json(steps, options.result_dir, done, kw["dry_run"]))
+        click.echo(steps_json(steps, options.result_dir, done, args.dry_run))
     return 0
 
 
@@ -323,7 +229,7 @@ def _check_plot_path(plot_path: Path) -> None:
     show_default=True,
     help="Port the A and B servers listen on (one at a time).",
 )
-@sweep_options
+@options_from(SweepArgs)  # the options bench run and bench ab share
 def ab(file: str, a_pairs: tuple[str, ...], b_pairs: tuple[str, ...], port: int, **kw: Any) -> int:
     """Compare two server set-ups: A, B, B, A starts... (each twice, the second in reverse order).
 
@@ -339,20 +245,21 @@ def ab(file: str, a_pairs: tuple[str, ...], b_pairs: tuple[str, ...], port: int,
     except ValueError as exc:
         raise click.BadParameter(str(exc)) from None
     register(secret_values([*a, *b], {}))  # env=HF_TOKEN=... is never printed, also not by accident
-    sweep = _sweep(local_url("127.0.0.1", port), kw, "forward")
-    served = kw["served_model_name"]
+    args = SweepArgs(**picked(SweepArgs, kw))
+    sweep = _sweep(local_url("127.0.0.1", port), args, "forward")
+    served = args.served_model_name
     serve_common = ["--served-model-name", served] if served else []
     starts = plan_ab(
-        file, kw["model"], port, [*serve_common, *a], [*serve_common, *b], sweep, kw["result_dir"] / "runs"
+        file, args.model, port, [*serve_common, *a], [*serve_common, *b], sweep, args.result_dir / "runs"
     )
-    if kw["dry_run"]:
-        click.echo(ab_json(starts, kw["result_dir"]) if kw["fmt"] == "json" else describe(starts))
+    if args.dry_run:
+        click.echo(ab_json(starts, args.result_dir) if args.fmt == "json" else describe(starts))
         return 0
-    if kw["fmt"] == "json":
+    if args.fmt == "json":
         raise click.UsageError(
             "bench ab -o json needs --dry-run; the comparison itself: bench report -o json"
         )
     click.echo(
-        run_ab(starts, sweep.base_url, kw["ready_timeout"], kw["result_dir"], timed(stderr_say), sweep.model)
+        run_ab(starts, sweep.base_url, args.ready_timeout, args.result_dir, timed(stderr_say), sweep.model)
     )
     return 0

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-from pathlib import Path
+from typing import Any
 
 import click
 
 from omni_deploy.cli.file_options import file_argument
-from omni_deploy.cli.params import PORT, PlatformType, backend_choice, output_option, seconds
-from omni_deploy.cli.settings import target_version_option
-from omni_deploy.integrations.speaker_rules import BACKENDS
+from omni_deploy.cli.options_from_dataclass import options_from, picked
+from omni_deploy.cli.params import backend_choice
 from omni_deploy.launch.options import LaunchOptions
-from omni_deploy.serve.request import ServeRequest
+from omni_deploy.serve.request import ServeArgs, ServeRequest
 
 
 def _echo(text: str, err: bool) -> None:
@@ -49,87 +48,8 @@ class PassthroughCommand(click.Command):
 
 @click.command(cls=PassthroughCommand, short_help="Validate, render, then run vllm serve --omni.")
 @file_argument()
-@click.option("--model", default=None, help=f"Model path or hub id (default: {LaunchOptions.model}).")
-@click.option(
-    "--platform",
-    type=PlatformType("auto"),
-    default="auto",
-    show_default=True,
-    help="Platform to render for and start on, any case; auto: this host's accelerator (a dry run on a host without one assumes cuda and says so).",
-)
-@click.option("--host", default=LaunchOptions.host, show_default=True, help="Address the server listens on.")
-@click.option(
-    "--port",
-    type=PORT,
-    default=LaunchOptions.port,
-    show_default=True,
-    help="Port the server listens on.",
-)
-@click.option(
-    "--served-model-name",
-    default=None,
-    help="Model name the API answers to (default: vllm's, the model path).",
-)
-@click.option(
-    "--spk-backend",
-    type=click.Choice(("auto", *BACKENDS)),
-    default="auto",
-    show_default=True,
-    help="CAM++ backend; auto: what the deploy file says (cuda-torch on CUDA by default).",
-)
-@click.option(
-    "--run-dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    help="Empty or new directory for this run's rendered config, launch record and log "
-    "(default: a fresh one under ~/.cache/omni-deploy/runs; a dry run writes one only when given).",
-)
-@click.option(
-    "--ready-timeout",
-    type=seconds(low_open=True),
-    default=ServeRequest.ready_timeout,
-    show_default=True,
-    help="Seconds to wait for /health (start-up takes minutes).",
-)
-@click.option(
-    "--stop-grace",
-    type=seconds(),
-    default=ServeRequest.stop_grace,
-    show_default=True,
-    help="Seconds between TERM and KILL when stopping the server.",
-)
-@click.option("--no-wait", is_flag=True, help="Replace this process with the server (no supervision).")
-@click.option(
-    "--dry-run",
-    is_flag=True,
-    help="Print the command, environment changes and decision; start nothing, write nothing (unless --run-dir).",
-)
-@click.option("--skip-preflight", is_flag=True, help="Skip the host checks (GPU, versions, model assets).")
-@click.option(
-    "--env", "env_pairs", multiple=True, metavar="KEY=VALUE", help="Extra environment for the server."
-)
-@target_version_option("validate against")
-@output_option(
-    ("text", "json"),
-    help="With --dry-run: text, or json (docs/json-output.md). A running server's output is its log.",
-)
-def serve(
-    file: str | None,
-    model: str | None,
-    platform: str,
-    host: str,
-    port: int,
-    served_model_name: str | None,
-    spk_backend: str,
-    run_dir: Path | None,
-    ready_timeout: float,
-    stop_grace: float,
-    no_wait: bool,
-    dry_run: bool,
-    skip_preflight: bool,
-    env_pairs: tuple[str, ...],
-    target_version: str | None,
-    fmt: str,
-) -> int:
+@options_from(ServeArgs)
+def serve(file: str | None, **kwargs: Any) -> int:
     """Validate FILE, render it for the platform, and run `vllm serve MODEL --omni --deploy-config
     RENDERED` with the CUDA CAM++ path on.
 
@@ -144,16 +64,36 @@ def serve(
     from omni_deploy.cli.settings import resolve
     from omni_deploy.serve.session import run_serve
 
-    if fmt == "json" and not dry_run:
+    args = ServeArgs(**picked(ServeArgs, kwargs))
+    if args.fmt == "json" and not args.dry_run:
         raise click.UsageError("-o json needs --dry-run (a running server's output is its log)")
     passthrough: tuple[str, ...] = click.get_current_context().meta.get("passthrough", ())
-    extra_env, backend = _env_pairs(env_pairs), backend_choice(spk_backend)
+    extra_env, backend = _env_pairs(args.env_pairs), backend_choice(args.spk_backend)
     launch = LaunchOptions(
-        model or LaunchOptions.model, platform, host, port, served_model_name, backend, extra_env, passthrough
+        model=args.model or LaunchOptions.model,
+        platform=args.platform,
+        host=args.host,
+        port=args.port,
+        served_model_name=args.served_model_name,
+        spk_backend=backend,
+        extra_env=extra_env,
+        passthrough=passthrough,
     )
-    settings = resolve(target_version)
+    settings = resolve(args.target_version)
     request = ServeRequest(
-        one_file_name(file), platform, settings.target_version, launch, run_dir, dry_run, skip_preflight,
-        no_wait, ready_timeout, stop_grace, fmt, settings.ignore, settings.strict, settings.target_from,
-    )  # fmt: skip
+        file=one_file_name(file),
+        platform=args.platform,
+        target_version=settings.target_version,
+        launch=launch,
+        run_dir=args.run_dir,
+        dry_run=args.dry_run,
+        skip_preflight=args.skip_preflight,
+        no_wait=args.no_wait,
+        ready_timeout=args.ready_timeout,
+        stop_grace=args.stop_grace,
+        fmt=args.fmt,
+        ignore=settings.ignore,
+        strict=settings.strict,
+        target_from=settings.target_from,
+    )
     return run_serve(request, _echo)

@@ -9,16 +9,10 @@ from typing import Any
 
 import click
 
-from omni_deploy.cli.params import (
-    Count,
-    DeviceType,
-    Real,
-    number_list,
-    output_option,
-    parse_count,
-    parse_real,
-)
+from omni_deploy.cli.options_from_dataclass import options_from, picked
+from omni_deploy.cli.params import number_list, parse_count, parse_real
 from omni_deploy.common.install_hint import install_hint
+from omni_deploy.speaker.tool_args import ParityArgs, SpkBenchArgs, StandinArgs
 
 
 def _float_list(value: str) -> tuple[float, ...]:
@@ -73,41 +67,35 @@ def spk() -> None:
 
 @spk.command("make-standin", short_help="Export a stand-in campplus.onnx (random weights).")
 @click.argument("out", type=click.Path(dir_okay=False, path_type=Path))
-@click.option(
-    "--seed", type=Count(0, 2**32 - 1), default=0, show_default=True, help="Seed of the random weights."
-)
-@click.option("--force", is_flag=True, help="Replace OUT if it exists.")
-@output_option(
-    ("text", "json"),
-    help="text: what was written, for people; json: the path, seed and graph counts (docs/json-output.md).",
-)
-def make_standin(out: Path, seed: int, force: bool, fmt: str) -> int:
+@options_from(StandinArgs)
+def make_standin(out: Path, **kwargs: Any) -> int:
     """Export a STAND-IN campplus.onnx: CAM++'s real structure with deterministic random weights.
 
     Its embeddings mean nothing; it exists to test and time the loader and the encoder where the
     released weights are not available.
     """
+    args = StandinArgs(**picked(StandinArgs, kwargs))
     _speaker_imports()
     from omni_deploy.speaker.standin import STANDIN_NOTE, export_standin
 
-    if os.path.lexists(out) and not force:
+    if os.path.lexists(out) and not args.force:
         raise click.BadParameter(f"{out} exists; pass --force to replace it", param_hint="OUT")
     if not out.parent.is_dir():
         raise click.BadParameter(f"no such directory: {out.parent}", param_hint="OUT")
     try:
-        summary = export_standin(out, seed=seed, replace=force)
+        summary = export_standin(out, seed=args.seed, replace=args.force)
     except FileExistsError:
         raise click.BadParameter(f"{out} exists; pass --force to replace it", param_hint="OUT") from None
     except OSError as exc:
         raise click.ClickException(f"cannot write {out}: {exc.strerror or exc}") from None
-    if fmt == "json":
+    if args.fmt == "json":
         from dataclasses import asdict
 
         from omni_deploy.common.output.json_doc import dumps
 
-        click.echo(dumps({"path": str(out), "seed": seed, "note": STANDIN_NOTE, **asdict(summary)}))
+        click.echo(dumps({"path": str(out), "seed": args.seed, "note": STANDIN_NOTE, **asdict(summary)}))
     else:
-        click.echo(f"wrote {out}: {STANDIN_NOTE}, seed {seed}")
+        click.echo(f"wrote {out}: {STANDIN_NOTE}, seed {args.seed}")
         click.echo(
             f"graph: {summary.nodes} nodes, {summary.batchnorm_nodes} BatchNormalization, "
             f"{summary.avgpool_nodes} AveragePool, {summary.initializers} initializers, "
@@ -121,73 +109,32 @@ def make_standin(out: Path, seed: int, force: bool, fmt: str) -> int:
 
 
 @spk.command(short_help="Our CAM++ against ONNX Runtime on the same fbank.")
-@click.option(
-    "--onnx",
-    "onnx_path",
-    required=True,
-    type=click.Path(exists=True, dir_okay=False),
-    help="campplus.onnx (the model's assets/token2wav/campplus.onnx, or a stand-in).",
-)
-@click.option(
-    "--device",
-    type=DeviceType(),
-    default="auto",
-    show_default=True,
-    help="Where our encoder runs: cuda, cuda:N, cpu, or auto (cuda when available).",
-)
-@click.option(
-    "--tf32",
-    type=click.Choice(("off", "on", "both")),
-    default="both",
-    show_default=True,
-    help="Matmul TF32 of our encoder: compare with it off, on, or both.",
-)
-@click.option(
-    "--synthetic", type=Count(1, 1024), default=None, help="Use N synthetic speech-like references."
-)
-@click.option(
-    "--min-cosine",
-    type=Real(-1.0),  # finite; above 1 is a threshold nothing meets (tests use it)
-    default=0.99999,
-    show_default=True,
-    help="Exit 1 when any cosine similarity is below this.",
-)
-@output_option(
-    ("text", "json"),
-    help="text: a table of cosines, for people; json: every case and the summary per TF32 setting (docs/json-output.md).",
-)
+@options_from(ParityArgs)
 @click.argument("wavs", nargs=-1, type=click.Path(exists=True, dir_okay=False, path_type=Path))
-def parity(
-    onnx_path: str,
-    device: str,
-    tf32: str,
-    synthetic: int | None,
-    min_cosine: float,
-    fmt: str,
-    wavs: tuple[Path, ...],
-) -> int:
+def parity(wavs: tuple[Path, ...], **kwargs: Any) -> int:
     """Compare our embeddings with ONNX Runtime on the CPU, on the same fbank features.
 
     Prints the cosine similarity and the largest absolute difference of the L2-normalised
     embeddings per reference and overall; exits 1 when any cosine is below --min-cosine.
     """
+    args = ParityArgs(**picked(ParityArgs, kwargs))
     _speaker_imports()
     from omni_deploy.speaker.inputs import read_wav
     from omni_deploy.speaker.inputs import synthetic as make_synthetic
     from omni_deploy.speaker.parity import run_parity, summary
 
-    if wavs and synthetic:
+    if wavs and args.synthetic:
         raise click.UsageError("give WAV files or --synthetic N, not both")
-    refs = _guard(lambda: [read_wav(w) for w in wavs]) if wavs else make_synthetic(synthetic or 8)
-    modes = {"off": [False], "on": [True], "both": [False, True]}[tf32]
+    refs = _guard(lambda: [read_wav(w) for w in wavs]) if wavs else make_synthetic(args.synthetic or 8)
+    modes = {"off": [False], "on": [True], "both": [False, True]}[args.tf32]
     from omni_deploy.common.output.progress import progress
 
-    target = _device(device)
+    target = _device(args.device)
     with progress(f"parity of {len(refs)} reference(s) on {target} against ONNX Runtime"):
-        cases = _guard(run_parity, onnx_path, refs, target, modes)
+        cases = _guard(run_parity, args.onnx_path, refs, target, modes)
     result = summary(cases)
     worst = min(c.cosine for c in cases)
-    if fmt == "json":
+    if args.fmt == "json":
         from omni_deploy.common.output.json_doc import dumps
 
         click.echo(dumps(result))
@@ -212,70 +159,35 @@ def parity(
                 click.echo(
                     f"{key}: min cosine {s['min_cosine']:.9f}, max |diff| {s['max_abs_diff']:.3e}, {s['cases']} cases"
                 )
-    if worst < min_cosine:
-        click.echo(f"FAIL: min cosine {worst:.9f} is below {min_cosine}", err=True)
+    if worst < args.min_cosine:
+        click.echo(f"FAIL: min cosine {worst:.9f} is below {args.min_cosine}", err=True)
         return 1
     return 0
 
 
 @spk.command(short_help="CAM++ latency: ONNX Runtime, eager torch and ours.")
-@click.option(
-    "--onnx",
-    "onnx_path",
-    required=True,
-    type=click.Path(exists=True, dir_okay=False),
-    help="campplus.onnx (the model's assets/token2wav/campplus.onnx, or a stand-in).",
-)
-@click.option(
-    "--device",
-    type=DeviceType(),
-    default="auto",
-    show_default=True,
-    help="Where our encoder runs: cuda, cuda:N, cpu, or auto (cuda when available).",
-)
-@click.option("--seconds", default="3,6", show_default=True, help="Reference lengths, comma-separated.")
-@click.option("--batch", "batches", default="1,8,32", show_default=True, help="Batch sizes, comma-separated.")
-@click.option(
-    "--mixed",
-    type=Count(0, 4096),
-    default=32,
-    show_default=True,
-    help="Also time N references of 1-6 s (0: off).",
-)
-@click.option(
-    "--repeats",
-    type=Count(1, 100_000),
-    default=30,
-    show_default=True,
-    help="Timed calls per case (median and p95).",
-)
-@click.option("--tf32/--no-tf32", default=True, show_default=True, help="Matmul TF32 for our encoder.")
-@output_option(
-    ("text", "json"),
-    help="text: a latency table, for people; json: every row of timings (docs/json-output.md).",
-)
-def bench(
-    onnx_path: str, device: str, seconds: str, batches: str, mixed: int, repeats: int, tf32: bool, fmt: str
-) -> int:
+@options_from(SpkBenchArgs)
+def bench(**kwargs: Any) -> int:
     """Time CAM++ side by side: ONNX Runtime CPU (1 thread, all cores), eager torch, and ours."""
+    args = SpkBenchArgs(**picked(SpkBenchArgs, kwargs))
     _speaker_imports()
     from omni_deploy.common.output.progress import progress
     from omni_deploy.speaker.bench import as_json, run_bench
 
-    target = _device(device)
+    target = _device(args.device)
     with progress(f"timing CAM++ on {target}"):
         rows = _guard(
             run_bench,
-            onnx_path,
+            args.onnx_path,
             device=target,
-            seconds=_float_list(seconds),
-            batches=_int_list(batches),
-            mixed=mixed,
-            repeats=max(1, repeats),
-            allow_tf32=tf32,
+            seconds=_float_list(args.seconds),
+            batches=_int_list(args.batches),
+            mixed=args.mixed,
+            repeats=max(1, args.repeats),
+            allow_tf32=args.tf32,
             progress=not sys.stderr.isatty(),  # a terminal has the live line instead
         )
-    if fmt == "json":
+    if args.fmt == "json":
         from omni_deploy.common.output.json_doc import dumps
 
         click.echo(dumps({"rows": as_json(rows)}))

@@ -2,116 +2,23 @@
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from omni_deploy.cli.file_options import file_argument, stdin_filename_option
-from omni_deploy.cli.params import MAX_GPUS_PER_NODE, Count, PipelineType, PlatformType, Real, output_option
-from omni_deploy.cli.settings import ENV_IGNORE, ENV_STRICT, target_version_option
-from omni_deploy.config.stage_schema import PLATFORMS
+from omni_deploy.cli.options_from_dataclass import options_from, picked
+from omni_deploy.cli.params import output_option
+from omni_deploy.cli.validate_args import ValidateArgs
 
 if TYPE_CHECKING:
     from omni_deploy.cli.file_args import Input
-    from omni_deploy.validate.context import Options
     from omni_deploy.validate.runner import FileReport
-
-
-def _model_folder(value: str | None) -> str | None:
-    """--model as the server check's child will read it: a folder's config.json must be a regular
-    file of a sane size (a FIFO there would hold the child until the check's time limit)."""
-    if not value or not Path(value).is_dir():
-        return value  # a name the child cannot find locally: it says so (nothing is downloaded)
-    from omni_deploy.common import guarded
-
-    config = Path(value) / "config.json"
-    if os.path.lexists(config):
-        try:
-            guarded.read_bytes(config, str(config), 64 * 1024 * 1024)
-        except guarded.Refused as refused:
-            raise click.BadParameter(refused.why, param_hint=f"--model ({config})") from None
-    return value
 
 
 @click.command(short_help="Check deploy files as vllm-omni would read them.")
 @file_argument("files", many=True)
-@click.option(
-    "--platform",
-    "platforms",
-    multiple=True,
-    type=PlatformType("all"),
-    help="Platforms to check (repeatable, any case). Default: cuda plus every platform the file has a section for.",
-)
-@click.option(
-    "--strict/--no-strict",
-    default=None,
-    help=f"Warnings count as errors (default: {ENV_STRICT}, else the project settings' strict, else off).",
-)
-@click.option(
-    "--ignore",
-    "ignore",
-    multiple=True,
-    metavar="CODE[,CODE]",
-    help=f"Leave these finding codes out (repeatable; adds to {ENV_IGNORE} and the project settings' "
-    "ignore). One line: a comment '# omni-deploy: ignore[W310]' on it, or alone on the line above.",
-)
-@target_version_option(
-    "check against",
-    "A release is checked against what its code reads; an installed vllm-omni that is not a release is read now.",
-)
-@click.option(
-    "--vllm-omni-source",
-    type=click.Path(exists=True, file_okay=False, path_type=Path),
-    default=None,
-    help="A vllm-omni source tree (the folder that holds vllm_omni/, e.g. a main checkout) read as the "
-    "target's code.",
-)
-@click.option(
-    "--gpu-memory-gib",
-    type=Real(0.0, 1e6, low_open=True),
-    help="Check KV budgets against this card size.",
-)
-@click.option(
-    "--pipeline",
-    type=PipelineType(),
-    default=None,
-    help="Pipeline of files that neither name nor imply one (a vllm-omni registry name, e.g. minicpmo_4_5).",
-)
-@click.option(
-    "--model-config",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    help="The model's config.json: lets the Talker KV capacity be checked.",
-)
-@click.option(
-    "--gpus-per-node",
-    type=Count(1, MAX_GPUS_PER_NODE),
-    help="Check that the stages can be spread over nodes of this many GPUs (as `omni-deploy k8s` places them).",
-)
-@click.option(
-    "--server-check",
-    type=click.Choice(["auto", "on", "require", "off"]),
-    default="auto",
-    show_default=True,
-    help="Also run vllm-omni's own start-up config code on the files, in a child process of the "
-    "serving environment's interpreter (no GPU, no weights): auto runs it when that vllm-omni is the "
-    "target version; on makes not running an error and a file it cannot decide a warning; require "
-    "makes both errors; off skips it.",
-)
-@click.option(
-    "--server-python",
-    type=click.Path(exists=True, dir_okay=False),
-    default=None,
-    help="The serving environment's Python (the one that has vllm-omni); default: this one.",
-)
-@click.option(
-    "--model",
-    default=None,
-    callback=lambda ctx, param, value: _model_folder(value),
-    help="The model the server will run (a local folder), for pipelines whose set-up reads its "
-    "config.json; nothing is downloaded.",
-)
+@options_from(ValidateArgs)
 @output_option(
     ("text", "concise", "json", "sarif", "github", "junit"),
     help="text: grouped by file, with code frames; concise: one line per finding (grep, editors); "
@@ -150,18 +57,6 @@ def _model_folder(value: str | None) -> str | None:
 )
 def validate(
     files: tuple[str, ...],
-    platforms: tuple[str, ...],
-    strict: bool | None,
-    ignore: tuple[str, ...],
-    target_version: str | None,
-    vllm_omni_source: Path | None,
-    gpu_memory_gib: float | None,
-    pipeline: str | None,
-    model_config: Path | None,
-    gpus_per_node: int | None,
-    server_check: str,
-    server_python: str | None,
-    model: str | None,
     fmt: str,
     stdin_filename: str | None,
     skip_non_deploy: bool,
@@ -170,6 +65,7 @@ def validate(
     exit_zero: bool,
     fix: bool,
     show_diff: bool,
+    **checks: Any,
 ) -> int:
     """Check deploy FILEs as vllm-omni would read them (default: the project's deploy files).
 
@@ -187,10 +83,7 @@ def validate(
     inputs = read_inputs(files, stdin_filename)
     if skip_non_deploy:
         inputs = [i for i in inputs if _is_deploy_file(i)]
-    options = _options(
-        platforms, strict, ignore, target_version, vllm_omni_source, gpu_memory_gib, pipeline, model_config,
-        gpus_per_node, server_check, server_python, model,
-    )  # fmt: skip
+    options = ValidateArgs(**picked(ValidateArgs, checks)).options()
     reports = validate_inputs([(i.name, i.text, i.named) for i in inputs], options)
     fixed_stdin = False
     if fix or show_diff:
@@ -203,41 +96,6 @@ def validate(
     _report(reports, inputs, fmt, quiet, statistics, to_stderr=fixed_stdin)
     failed = any(not r.valid for r in reports)
     return 1 if failed and not exit_zero else 0
-
-
-def _options(
-    platforms: tuple[str, ...],
-    strict: bool | None,
-    ignore: tuple[str, ...],
-    target_version: str | None,
-    vllm_omni_source: Path | None,
-    gpu_memory_gib: float | None,
-    pipeline: str | None,
-    model_config: Path | None,
-    gpus_per_node: int | None,
-    server_check: str = "auto",
-    server_python: str | None = None,
-    model: str | None = None,
-) -> Options:
-    """The checks' options: the settings resolved (project, environment, options), files read."""
-    from omni_deploy.cli.settings import resolve
-    from omni_deploy.validate.context import Options, model_shape_from_config
-
-    settings = resolve(target_version, strict, ignore)
-    chosen = None if not platforms else (PLATFORMS if "all" in platforms else tuple(dict.fromkeys(platforms)))
-    shape = None
-    if model_config is not None:
-        try:
-            shape = model_shape_from_config(model_config)
-        except (ValueError, KeyError, TypeError) as exc:
-            raise click.BadParameter(
-                f"cannot read the Talker's shape from it: {exc}", param_hint="--model-config"
-            ) from None
-    return Options(
-        chosen, settings.strict, settings.target_version, gpu_memory_gib, pipeline, shape, gpus_per_node,
-        vllm_omni_source=vllm_omni_source, ignore=settings.ignore, server_check=server_check,
-        server_python=server_python, model=model,
-    )  # fmt: skip
 
 
 def _report(
