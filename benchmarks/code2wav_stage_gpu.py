@@ -328,7 +328,8 @@ class Phases:
     breakdown calls after the timed ones: the synchronisations would change what they time."""
 
     def __init__(self, model: Any, device: str) -> None:
-        self.device, self.ms = device, {}  # type: ignore[var-annotated]
+        self.device = device
+        self.ms: dict[str, float] = {}
         backend = model.backend
         targets = [(model, "_materialize_runtime_prompt", "materialize (sha256, WAV write)"),
                    (backend, "prepare_prompt", "prepare_prompt (the hook and vllm-omni's own)"),
