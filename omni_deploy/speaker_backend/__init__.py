@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from omni_deploy.integrations.speaker_rules import CPU_ORT, CUDA_TORCH, MINICPMO, MODELS, TENSORRT, Backend
-from omni_deploy.speaker_backend.decision import code2wav_decision, ray_stages
+from omni_deploy.integrations.speaker_rules import CPU_ORT, CUDA_TORCH, TENSORRT, Backend
+from omni_deploy.speaker_backend.decision import code2wav_decision
 from omni_deploy.speaker_backend.host import (
     VENDOR_TOOLS,
     HostCaps,
@@ -19,6 +19,7 @@ from omni_deploy.speaker_backend.host import (
     last_server_reports,
     probe_host,
 )
+from omni_deploy.speaker_backend.inputs import SpeakerInputs, ray_stages, speaker_inputs
 from omni_deploy.speaker_backend.other_models import model_decision
 from omni_deploy.speaker_backend.reach import at_release
 from omni_deploy.speaker_backend.refprep import Preparation, reference_preparation
@@ -40,6 +41,7 @@ __all__ = [
     "Preparation",
     "Reason",
     "SpeakerDecision",
+    "SpeakerInputs",
     "assumed_host",
     "at_release",
     "detect_platform",
@@ -49,6 +51,7 @@ __all__ = [
     "read_report",
     "reference_preparation",
     "speaker_decision",
+    "speaker_inputs",
     "summary_lines",
 ]
 
@@ -67,7 +70,7 @@ def speaker_decision(
     `env` is the environment of the process that starts the server (the pod's for k8s), `host` what
     the serving host provides, `override` serve's --spk-backend.
     """
-    model = MODELS.get(deployment.pipeline.name or "")
-    if model is not None and model is not MINICPMO:
-        return model_decision(model, deployment, platform, env=env, host=host, override=override)
-    return code2wav_decision(deployment, platform, env=env, host=host, override=override)
+    inputs = speaker_inputs(deployment, platform)
+    if inputs.model is None:
+        return code2wav_decision(inputs, env=env, host=host, override=override)
+    return model_decision(inputs, env=env, host=host, override=override)

@@ -35,7 +35,7 @@ from omni_deploy.knowledge.keys import by_place
 from omni_deploy.knowledge.pipelines import PipelineInfo
 from omni_deploy.knowledge.versions import RELEASED
 from omni_deploy.speaker_backend.host import HostCaps, plugin_cannot_act
-from omni_deploy.speaker_backend.stage_env import ray_env_warnings, stage_env
+from omni_deploy.speaker_backend.stage_env import ray_env_warnings
 from omni_deploy.speaker_backend.types import (
     NOT_APPLICABLE,
     UNKNOWN,
@@ -46,7 +46,7 @@ from omni_deploy.speaker_backend.types import (
 )
 
 if TYPE_CHECKING:
-    from omni_deploy.deployment.model import Deployment
+    from omni_deploy.speaker_backend.inputs import SpeakerInputs
 
 
 @dataclass(frozen=True)
@@ -91,33 +91,31 @@ def _fallbacks(extra_path: str, current: str) -> list[Fallback]:
 
 
 def code2wav_decision(
-    deployment: Deployment,
-    platform: str,
+    inputs: SpeakerInputs,
     *,
     env: dict[str, str],
     host: HostCaps,
     override: Backend | None = None,
 ) -> SpeakerDecision:
-    """The effective speaker backend of the Code2Wav stage on `platform`, and why (the package's
-    `speaker_decision` asks `other_models.model_decision` instead for CosyVoice3, GLM-TTS and Ming-TTS).
+    """The effective speaker backend of the Code2Wav stage on `inputs.platform`, and why (the
+    package's `speaker_decision` asks `other_models.model_decision` instead for CosyVoice3, GLM-TTS
+    and Ming-TTS).
 
-    Gathers its own inputs from the Deployment: the pipeline, the Code2Wav extra and its path, and
-    the environment the file gives that stage (the platform view's stage `env`). `env` is the
-    environment of the process that starts the server (the pod's for k8s), `host` what the serving
-    host provides, `override` serve's --spk-backend.
+    `inputs` is the deploy file's part (`inputs.speaker_inputs`): the pipeline, the Code2Wav extra
+    and its path, what the platform view's Code2Wav stage sets in its `env`, and whether that
+    stage's model runs in Ray workers. `env` is the environment of the process that starts the
+    server (the pod's for k8s), `host` what the serving host provides, `override` serve's --spk-backend.
     """
-    known = deployment.pipeline.known
-    stage = known.code2wav_stage if known is not None else None
     return _decide(
-        platform,
-        deployment.pipeline,
-        deployment.code2wav_extra(),
-        deployment.code2wav_extra_path,
+        inputs.platform,
+        inputs.pipeline,
+        inputs.extra,
+        inputs.extra_path,
         env,
         host,
         override,
-        _code2wav_stage_env(deployment, platform),
-        ray_stages(deployment, platform).get(stage) if stage is not None else None,
+        inputs.in_file,
+        inputs.ray,
     )
 
 
@@ -309,43 +307,3 @@ def _cuda_torch(ask: _Ask, host: HostCaps) -> SpeakerDecision:
         _fallbacks(ask.extra_path, CUDA_TORCH),
         ask.warnings,
     )
-
-
-def ray_stages(deployment: Deployment, platform: str) -> dict[int, str]:
-    """Stages whose model runs in Ray workers (`distributed_executor_backend: ray`, on the stage or
-    pipeline-wide) in `platform`'s view, with where that was set."""
-    from omni_deploy.common.errors import OmniDeployError
-    from omni_deploy.deployment.model import stage_value
-
-    try:
-        view = deployment.on(platform)
-    except OmniDeployError:
-        return {}
-    top = view.config.get("distributed_executor_backend")
-    found = {}
-    for stage in view.stages:
-        sid = stage.get("stage_id")
-        node = stage_value(stage, "distributed_executor_backend") or top
-        if (
-            isinstance(sid, Scalar)
-            and isinstance(sid.value, int)
-            and isinstance(node, Scalar)
-            and node.value == "ray"
-        ):
-            found[sid.value] = str(node.origin)
-    return found
-
-
-def _code2wav_stage_env(deployment: Deployment, platform: str) -> dict[str, StageEnv]:
-    """`stage_env` of the Code2Wav stage in `platform`'s view of the file, as vllm-omni spawns it;
-    empty when the file cannot be applied for that platform (validate reports why)."""
-    from omni_deploy.common.errors import OmniDeployError
-
-    known = deployment.pipeline.known
-    if known is None or known.code2wav_stage is None:
-        return {}
-    try:
-        applied = deployment.on(platform)
-    except OmniDeployError:
-        return {}
-    return stage_env(applied.stages, known.code2wav_stage)

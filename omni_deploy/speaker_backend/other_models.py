@@ -13,9 +13,8 @@ omni-deploy's plugin gives the CUDA path (`speaker_rules.MODELS`, `speaker_rules
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from omni_deploy.common.errors import OmniDeployError
 from omni_deploy.config.nodes import Map, Scalar, child_path
 from omni_deploy.integrations.speaker_rules import (
     COSYVOICE3,
@@ -24,7 +23,6 @@ from omni_deploy.integrations.speaker_rules import (
     ENV_BACKEND,
     ENV_COSYVOICE3_TRT,
     ENV_PROCESSOR,
-    ENV_TF32,
     GLM_TTS,
     ORT_CUDA,
     PROCESSOR,
@@ -35,32 +33,10 @@ from omni_deploy.integrations.speaker_rules import (
     choose_for,
     cosyvoice3_trt_enabled,
 )
-from omni_deploy.speaker_backend.decision import ray_stages
 from omni_deploy.speaker_backend.host import HostCaps, plugin_cannot_act
-from omni_deploy.speaker_backend.stage_env import ray_env_warnings, stage_env
+from omni_deploy.speaker_backend.inputs import STAGE_ENV, SpeakerInputs
+from omni_deploy.speaker_backend.stage_env import ray_env_warnings
 from omni_deploy.speaker_backend.types import Fallback, Reason, SpeakerDecision, StageEnv
-
-if TYPE_CHECKING:
-    from omni_deploy.deployment.model import Deployment
-
-PROCESSOR_ENV = (ENV_PROCESSOR, ENV_TF32)
-STAGE_ENV = (ENV_BACKEND, ENV_TF32)
-
-
-def _connector_extra(deployment: Deployment, model: Model) -> tuple[Map | None, str]:
-    """The extra of the connector `model`'s stage uses on its edge (output or input), and its path."""
-    stage = deployment.stage(model.stage) if model.stage is not None else None
-    side = "output_connectors" if model.connector == "output" else "input_connectors"
-    wiring = stage.get(side) if stage is not None else None
-    connectors = deployment.connectors()
-    if isinstance(wiring, Map) and connectors is not None:
-        for _, entry in wiring.entries.items():
-            if isinstance(entry.node, Scalar) and isinstance(connectors.get(entry.node.value), Map):
-                name = str(entry.node.value)
-                connector = connectors.get(name)
-                extra = connector.get("extra") if isinstance(connector, Map) else None
-                return (extra if isinstance(extra, Map) else None), f"$.connectors.{name}.extra"
-    return None, f"$.connectors.<stage {model.stage} {model.connector}>.extra"
 
 
 @dataclass
@@ -75,64 +51,52 @@ class _Process:
     in_file: dict[str, StageEnv] = field(default_factory=dict)
 
 
-def _processor(model: Model, stages: list[Map], env: dict[str, str], warnings: list[str]) -> _Process:
+def _processor(inputs: SpeakerInputs, env: dict[str, str], warnings: list[str]) -> _Process:
     """CosyVoice3's and GLM-TTS's processor: the API server's environment, which no stage env reaches."""
-    for stage in stages:
-        sid = stage.get("stage_id")
-        number = sid.value if isinstance(sid, Scalar) else None
-        for name, var in stage_env([stage], number, PROCESSOR_ENV).items():
+    assert inputs.model is not None
+    for number, in_env in inputs.processor_env:
+        for name, var in in_env.items():
             warnings.append(
-                f"stages[{number}] env sets {name}={var.value} at {var.origin}: {model.title} runs in the API "
-                "server, which a stage's env does not reach; set it in the server's environment"
+                f"stages[{number}] env sets {name}={var.value} at {var.origin}: {inputs.model.title} runs in "
+                "the API server, which a stage's env does not reach; set it in the server's environment"
             )
     return _Process("the API server process (the multimodal processor)", dict(env))
 
 
-def _stage_process(
-    model: Model,
-    deployment: Deployment,
-    platform: str,
-    stages: list[Map],
-    env: dict[str, str],
-    warnings: list[str],
-) -> _Process:
+def _stage_process(model: Model, inputs: SpeakerInputs, env: dict[str, str], warnings: list[str]) -> _Process:
     """Ming-TTS's stage: its connector extra, its env over the server's, what Ray copies to workers."""
-    extra, path = _connector_extra(deployment, model)
-    in_file = stage_env(stages, model.stage, STAGE_ENV)
-    process_env = {**env, **{name: var.value for name, var in in_file.items()}}
-    ray = ray_stages(deployment, platform).get(model.stage) if model.stage is not None else None
-    if ray is not None:
-        process_env, dropped = ray_env_warnings(f"stage {model.stage}", ray, process_env, STAGE_ENV,
-                                                f"{path}.{model.key}")  # fmt: skip
+    process_env = {**env, **{name: var.value for name, var in inputs.in_file.items()}}
+    if inputs.ray is not None:
+        process_env, dropped = ray_env_warnings(f"stage {model.stage}", inputs.ray, process_env, STAGE_ENV,
+                                                f"{inputs.extra_path}.{model.key}")  # fmt: skip
         warnings += dropped
-    return _Process(f"stage {model.stage}'s process", process_env, extra, path, in_file)
+    return _Process(
+        f"stage {model.stage}'s process", process_env, inputs.extra, inputs.extra_path, inputs.in_file
+    )
 
 
 def model_decision(
-    model: Model,
-    deployment: Deployment,
-    platform: str,
+    inputs: SpeakerInputs,
     *,
     env: dict[str, str],
     host: HostCaps,
     override: Backend | None = None,
 ) -> SpeakerDecision:
-    """The effective speaker backend of `model` on `platform`."""
+    """The effective speaker backend of `inputs.model` on `inputs.platform` (`inputs` is the deploy
+    file's part, `inputs.speaker_inputs`)."""
+    model, platform = inputs.model, inputs.platform
+    assert model is not None
     reasons = [
         Reason("platform", platform, "--platform"),
-        Reason("pipeline", deployment.pipeline.name, deployment.pipeline.source),
+        Reason("pipeline", inputs.pipeline.name, inputs.pipeline.source),
     ]
     warnings: list[str] = []
     if override is not None:
         warnings.append(f"--spk-backend writes MiniCPM-o 4.5's keys and does not reach {model.title}")
-    try:
-        stages = deployment.on(platform).stages
-    except OmniDeployError:
-        stages = deployment.stages()
     if model.where == PROCESSOR:
-        process = _processor(model, stages, env, warnings)
+        process = _processor(inputs, env, warnings)
     else:
-        process = _stage_process(model, deployment, platform, stages, env, warnings)
+        process = _stage_process(model, inputs, env, warnings)
     own = _vllm_omni_on_gpu(model, platform, process.env, host, reasons)
     if own is not None:
         return own

@@ -12,7 +12,7 @@ from omni_deploy.speaker_backend.types import StageEnv
 
 
 def stage_env(
-    stages: list[Map], stage_id: int | None, names: tuple[str, ...] = DECISION_ENV
+    stages: list[Map], stage_id: object, names: tuple[str, ...] = DECISION_ENV
 ) -> dict[str, StageEnv]:
     """The decision variables (`names`) the (platform-applied) stage `stage_id` sets in its environment."""
     found: dict[str, StageEnv] = {}
