@@ -20,7 +20,10 @@ API (issue 11; render, validate, explain, serve, bench and k8s start here):
     d.code2wav_extra_in(config)  # ... inside a copy of a view (the launch spec renders an edited copy)
     d.section_platforms() # platforms the file has a section for; d.default_platforms(): cuda + those
     d.locate(["stages", 0, "devices"], platform=None)  # (node, origin of its key) or (None, ...)
-    stage_value(stage, "max_num_seqs")  # a stage's value: its typed field, else its engine_extras key
+    d.connector_extra(1, "output")  # (extra Map or None, its path): a stage's connector on that side
+
+A stage's value as its engine reads it (typed field, else engine_extras) is
+`config/stage_process.py` `stage_value(stage, name)`.
 
 Every value is a positioned node (`config.nodes`): `node.origin` is its file:line:col and layer
 (base, overlay, platform:cuda, ...); `to_plain(node)` gives the plain Python value.
@@ -56,17 +59,6 @@ from omni_deploy.config.nodes import Map, Node, Origin, Scalar, Seq, locate, pat
 from omni_deploy.config.platform import PlatformApplied, apply_platform
 from omni_deploy.config.stage_schema import PLATFORMS
 from omni_deploy.knowledge.pipelines import PipelineInfo, identify
-
-
-def stage_value(stage: Map, name: str) -> Node | None:
-    """A stage's value for `name` as the engine gets it: the typed field, else the same key in
-    `engine_extras` (a key the stage schema has no field for is gathered there on load, and a
-    platform section may set it either way). None when neither has it."""
-    node = stage.get(name)
-    if node is None:
-        extras = stage.get("engine_extras")
-        node = extras.get(name) if isinstance(extras, Map) else None
-    return node
 
 
 @dataclass
@@ -187,6 +179,22 @@ class Deployment:
         if found is None:
             return "$.connectors.<stage 2 input>.extra"
         return path_string([*found[0], "extra"], self.config)
+
+    def connector_extra(self, stage_id: int | None, side: str | None) -> tuple[Map | None, str]:
+        """The extra of the connector the stage uses on its `side` ("output", else input) edge, and
+        its path for messages (a placeholder path where the stage names no defined connector)."""
+        stage = self.stage(stage_id) if stage_id is not None else None
+        key = "output_connectors" if side == "output" else "input_connectors"
+        wiring = stage.get(key) if stage is not None else None
+        connectors = self.connectors()
+        if isinstance(wiring, Map) and connectors is not None:
+            for _, entry in wiring.entries.items():
+                if isinstance(entry.node, Scalar) and isinstance(connectors.get(entry.node.value), Map):
+                    name = str(entry.node.value)
+                    connector = connectors.get(name)
+                    extra = connector.get("extra") if isinstance(connector, Map) else None
+                    return (extra if isinstance(extra, Map) else None), f"$.connectors.{name}.extra"
+        return None, f"$.connectors.<stage {stage_id} {side}>.extra"
 
     def on(self, platform: str) -> PlatformApplied:
         """The config a server on `platform` runs (raises ConfigError); computed once per platform."""

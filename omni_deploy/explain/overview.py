@@ -7,7 +7,7 @@ from typing import Any
 
 from omni_deploy.config.nodes import Map, to_plain
 from omni_deploy.config.platform import PlatformApplied
-from omni_deploy.deployment.model import stage_value
+from omni_deploy.config.stage_process import stage_value
 from omni_deploy.knowledge.pipelines import PipelineInfo
 
 CODE2WAV_KNOBS = (

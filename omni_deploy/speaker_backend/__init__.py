@@ -19,7 +19,7 @@ from omni_deploy.speaker_backend.host import (
     last_server_reports,
     probe_host,
 )
-from omni_deploy.speaker_backend.inputs import SpeakerInputs, ray_stages, speaker_inputs
+from omni_deploy.speaker_backend.inputs import SpeakerInputs, ray_stages_on, speaker_inputs
 from omni_deploy.speaker_backend.other_models import model_decision
 from omni_deploy.speaker_backend.reach import at_release
 from omni_deploy.speaker_backend.refprep import Preparation, reference_preparation
@@ -47,7 +47,7 @@ __all__ = [
     "detect_platform",
     "last_server_reports",
     "probe_host",
-    "ray_stages",
+    "ray_stages_on",
     "read_report",
     "reference_preparation",
     "speaker_decision",

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from omni_deploy.config.nodes import Map, Node, Scalar, child_path
+from omni_deploy.config.stage_process import StageEnv
 from omni_deploy.integrations.speaker_rules import (
     CPU_ORT,
     CUDA_TORCH,
@@ -35,14 +36,13 @@ from omni_deploy.knowledge.keys import by_place
 from omni_deploy.knowledge.pipelines import PipelineInfo
 from omni_deploy.knowledge.versions import RELEASED
 from omni_deploy.speaker_backend.host import HostCaps, plugin_cannot_act
-from omni_deploy.speaker_backend.stage_env import ray_env_warnings
+from omni_deploy.speaker_backend.ray_env import ray_env_warnings
 from omni_deploy.speaker_backend.types import (
     NOT_APPLICABLE,
     UNKNOWN,
     Fallback,
     Reason,
     SpeakerDecision,
-    StageEnv,
 )
 
 if TYPE_CHECKING:

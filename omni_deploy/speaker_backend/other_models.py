@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from omni_deploy.config.nodes import Map, Scalar, child_path
+from omni_deploy.config.stage_process import StageEnv
 from omni_deploy.integrations.speaker_rules import (
     COSYVOICE3,
     CPU_ORT,
@@ -35,8 +36,8 @@ from omni_deploy.integrations.speaker_rules import (
 )
 from omni_deploy.speaker_backend.host import HostCaps, plugin_cannot_act
 from omni_deploy.speaker_backend.inputs import STAGE_ENV, SpeakerInputs
-from omni_deploy.speaker_backend.stage_env import ray_env_warnings
-from omni_deploy.speaker_backend.types import Fallback, Reason, SpeakerDecision, StageEnv
+from omni_deploy.speaker_backend.ray_env import ray_env_warnings
+from omni_deploy.speaker_backend.types import Fallback, Reason, SpeakerDecision
 
 
 @dataclass

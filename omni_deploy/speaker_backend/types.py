@@ -1,5 +1,5 @@
 """The speaker-backend decision's vocabulary: what was decided, the reasons for it, the switches
-to another backend, and a variable the deploy file sets in a stage's environment."""
+to another backend."""
 
 from __future__ import annotations
 
@@ -41,12 +41,3 @@ class SpeakerDecision:
         out = asdict(self)
         out.pop("platform")
         return out
-
-
-@dataclass(frozen=True)
-class StageEnv:
-    """A variable the deploy file sets for the Code2Wav stage (`runtime.env`, `env`, or a platform
-    section's stage `env`), which vllm-omni applies when it spawns that stage."""
-
-    value: str
-    origin: str

@@ -41,7 +41,7 @@ def test_an_unloadable_name_raises_config_error_with_its_code() -> None:
 
 def test_stage_value_is_the_typed_field_else_the_engine_extra() -> None:
     from omni_deploy.config.nodes import DEFAULT_ORIGIN, Map, from_plain
-    from omni_deploy.deployment.model import stage_value
+    from omni_deploy.config.stage_process import stage_value
 
     stage = from_plain(
         {"max_num_seqs": 4, "devices": None, "engine_extras": {"max_num_seqs": 8, "max_model_len": 512}},

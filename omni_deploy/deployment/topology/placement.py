@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from omni_deploy.common.errors import OmniDeployError
 from omni_deploy.config.nodes import Map, Scalar, to_plain
 from omni_deploy.config.platform import PlatformApplied
-from omni_deploy.deployment.model import stage_value
+from omni_deploy.config.stage_process import stage_value
 from omni_deploy.knowledge.pipelines import PipelineInfo
 
 
