@@ -1,8 +1,9 @@
-"""The speaker-embedding backend decision: the host snapshot it takes, what each platform gets, and what the server reported.
+"""The speaker-embedding backend decision: the deploy file's part read once, then a pure decision per platform, with the host snapshot it takes and what the server reported.
 
 The package's one entry point: callers import what they use from here, not from its modules.
-`speaker_decision` picks the decision by pipeline: MiniCPM-o 4.5's Code2Wav (`decision`), or the
-component that embeds for CosyVoice3, GLM-TTS and Ming-TTS (`other_models`).
+`speaker_decision` reads the deploy file's part (`inputs.speaker_inputs`) and picks the decision
+by pipeline: MiniCPM-o 4.5's Code2Wav (`decision`), or the component that embeds for CosyVoice3,
+GLM-TTS and Ming-TTS (`other_models`); neither reads the Deployment.
 """
 
 from __future__ import annotations
