@@ -25,7 +25,7 @@ from omni_deploy.cli.file_args import Input
 from omni_deploy.common.output.escape import for_terminal
 from omni_deploy.validate.context import Options
 from omni_deploy.validate.findings import Finding
-from omni_deploy.validate.fixes import Edited, apply, unified_diff
+from omni_deploy.validate.fixes import Edited, apply, refusal, unified_diff
 from omni_deploy.validate.runner import FileReport, validate_file, validate_inputs
 
 _BOM = "\ufeff"
@@ -83,6 +83,9 @@ def _plan(source: Input, report: FileReport, options: Options) -> tuple[Plan | N
     fixable = [f for f in report.findings if f.fix is not None]
     if not fixable:
         return None, []
+    # The fixes of the file itself: stdin's by its name, a file's by the path it was named by
+    # (`_own_file` holds that path to be the file validated, or refuses it below).
+    fixing = _pairs(report.findings, source.name if source.is_stdin else os.path.expanduser(source.name))
     if source.is_stdin:
         assert source.text is not None
         raw_in = source.text
@@ -93,7 +96,6 @@ def _plan(source: Input, report: FileReport, options: Options) -> tuple[Plan | N
                 return None, [f"not fixed: {source.name} is not UTF-8: {exc}"]
         bom, text = raw_in.startswith(_BOM), raw_in.removeprefix(_BOM)
         target = None
-        fixing = _pairs(report.findings, source.name)
     else:
         target = _own_file(source, report)
         if target is None:
@@ -105,7 +107,6 @@ def _plan(source: Input, report: FileReport, options: Options) -> tuple[Plan | N
         except (ConfigError, UnicodeDecodeError) as exc:
             return None, [f"not fixed: cannot read {source.name} again: {exc}"]
         bom, text = raw.startswith(_BOM), raw.removeprefix(_BOM)
-        fixing = _pairs(report.findings, str(target))
     notes = [
         f"not fixed: {f.file}:{f.line}:{f.column} {f.code}: {f.file} was not validated itself (name it to fix it)"
         for f in fixable
@@ -116,26 +117,10 @@ def _plan(source: Input, report: FileReport, options: Options) -> tuple[Plan | N
     if not edited.applied:
         return None, notes
     after = validate_file(source.name, options, text=edited.text)
-    problem = _refusal(after, [f for f in fixing if f.fix in edited.applied])
+    problem = refusal(after, [f for f in fixing if f.fix in edited.applied])
     if problem is not None:
         return None, [*notes, f"not fixed: {source.name}: {problem}; the file is left as it was"]
     return Plan(source, target, text, edited, after, bom), notes
-
-
-def _refusal(after: FileReport, fixed: list[Finding]) -> str | None:
-    """Why the fixed text must not be written, or None: it loads, and the fixed findings are gone."""
-    if after.deployment is None:
-        first = after.findings[0] if after.findings else None
-        return (
-            f"the fixed text does not load ({first.code}: {first.message})"
-            if first
-            else "the fixed text does not load"
-        )
-    still = {(f.code, f.line, f.column) for f in after.findings}
-    left = [f for f in fixed if (f.code, f.line, f.column) in still]
-    if left:
-        return f"{left[0].code} at {left[0].line}:{left[0].column} is still there after the fix"
-    return None
 
 
 def _shown_diff(name: str, before: str, after: str) -> str:

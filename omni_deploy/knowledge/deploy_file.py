@@ -13,6 +13,7 @@ from functools import cache
 
 import yaml
 
+from omni_deploy.common import guarded
 from omni_deploy.knowledge.keys import by_place
 
 
@@ -34,3 +35,19 @@ def looks_like_deploy_file(text: str) -> bool:
         return True  # vllm-omni would refuse it: let validate say why
     keys = {k.value for k, _ in root.value if isinstance(k, yaml.ScalarNode)}
     return bool(keys & _top_level_keys())
+
+
+def is_deploy_source(name: str, text: str | bytes | None) -> bool:
+    """Whether a FILE argument looks like a deploy file: its text as read (stdin's bytes are
+    decoded), else the file `name` read now. A source that cannot be read counts as one, so that
+    validate reports why (too big, not UTF-8), and so does a pipe: the loader reads it, once."""
+    try:
+        if isinstance(text, bytes):
+            text = guarded.decode(text, name)
+        elif text is None:
+            if not guarded.is_readable_file(name):
+                return True
+            text = guarded.read_text(name)
+    except guarded.Refused:
+        return True
+    return looks_like_deploy_file(text)

@@ -3,16 +3,20 @@
 An edit replaces the exact text a fix names at its line and column and nothing else, so
 comments, blank lines, quoting, line endings and indentation stay as they were. A fix whose text
 is no longer at its place (the file changed since it was checked), or that overlaps another, is
-left out, never guessed. Whether the fixed text may be written is decided by the caller after it
-validated that text (cli/commands/validate.py); this module only edits strings.
+left out, never guessed. Whether the fixed text may be written the caller asks `refusal` with the
+report of that text validated (cli/fix.py); this module edits strings and reads reports, no more.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from omni_deploy.common.output.frames import LINE_BREAK
 from omni_deploy.validate.findings import Finding, Fix
+
+if TYPE_CHECKING:
+    from omni_deploy.validate.runner import FileReport
 
 
 @dataclass
@@ -85,3 +89,19 @@ def unified_diff(name: str, before: str, after: str) -> str:
             before.splitlines(keepends=True), after.splitlines(keepends=True), f"a/{name}", f"b/{name}"
         )
     )
+
+
+def refusal(after: FileReport, fixed: list[Finding]) -> str | None:
+    """Why the fixed text must not be written, or None: it loads, and the fixed findings are gone."""
+    if after.deployment is None:
+        first = after.findings[0] if after.findings else None
+        return (
+            f"the fixed text does not load ({first.code}: {first.message})"
+            if first
+            else "the fixed text does not load"
+        )
+    still = {(f.code, f.line, f.column) for f in after.findings}
+    left = [f for f in fixed if (f.code, f.line, f.column) in still]
+    if left:
+        return f"{left[0].code} at {left[0].line}:{left[0].column} is still there after the fix"
+    return None

@@ -134,17 +134,7 @@ def _stdin_text(source: Input) -> str | None:
 
 def _is_deploy_file(source: object) -> bool:
     from omni_deploy.cli.file_args import Input
-    from omni_deploy.common import guarded
-    from omni_deploy.knowledge.deploy_file import looks_like_deploy_file
+    from omni_deploy.knowledge.deploy_file import is_deploy_source
 
     assert isinstance(source, Input)
-    try:
-        if isinstance(source.text, bytes):
-            return looks_like_deploy_file(guarded.decode(source.text, source.name))
-        if source.text is not None:
-            return looks_like_deploy_file(source.text)
-        if not guarded.is_readable_file(source.name):
-            return True  # a pipe is read once, by the loader; anything else: validate says why
-        return looks_like_deploy_file(guarded.read_text(source.name))
-    except guarded.Refused:
-        return True  # unreadable (too big, not UTF-8): validate reports why
+    return is_deploy_source(source.name, source.text)
