@@ -15,7 +15,7 @@ from click.testing import CliRunner
 from omni_deploy.bench.sweep_args import SweepArgs
 from omni_deploy.cli.app import cli
 from omni_deploy.cli.options_from_dataclass import options_from, picked
-from omni_deploy.cli.validate_args import ValidateArgs
+from omni_deploy.cli.validate_args import ValidateArgs, ValidateOutputArgs
 from omni_deploy.common import cli_fields as cf
 from omni_deploy.common.cli_fields import OptionValueError, option
 from omni_deploy.explain.args import ExplainArgs
@@ -25,6 +25,7 @@ from omni_deploy.speaker.tool_args import ParityArgs, SpkBenchArgs, StandinArgs
 
 COMMANDS = [
     (("validate",), ValidateArgs),
+    (("validate",), ValidateOutputArgs),
     (("serve",), ServeArgs),
     (("k8s",), K8sArgs),
     (("explain",), ExplainArgs),
