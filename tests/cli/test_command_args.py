@@ -8,10 +8,12 @@ import dataclasses
 import click
 import pytest
 
+from omni_deploy.bench.inputs_args import InputsArgs
+from omni_deploy.bench.report_args import ReportArgs
 from omni_deploy.cli.app import cli
 from omni_deploy.cli.command_args import DiffArgs, RenderArgs, RuleArgs, SchemaArgs
 
-KEYWORD_ONLY = [DiffArgs, RenderArgs, RuleArgs, SchemaArgs]
+KEYWORD_ONLY = [DiffArgs, RenderArgs, RuleArgs, SchemaArgs, InputsArgs, ReportArgs]
 
 
 def _command(*path: str) -> click.Command:
@@ -36,6 +38,8 @@ def test_built_by_keyword_only(cls: type) -> None:
     ("path", "field", "flags"),
     [
         (("rule",), "all_codes", ["--all"]),
+        (("bench", "inputs"), "checkout", ["--from"]),
+        (("bench", "report"), "plot_path", ["--plot"]),
         (("diff",), "fmt", ["-o", "--output"]),
         (("render",), "fmt", ["-o", "--output"]),
     ],

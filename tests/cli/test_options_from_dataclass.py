@@ -12,6 +12,8 @@ import click
 import pytest
 from click.testing import CliRunner
 
+from omni_deploy.bench.inputs_args import InputsArgs
+from omni_deploy.bench.report_args import ReportArgs
 from omni_deploy.bench.sweep_args import SweepArgs
 from omni_deploy.cli.app import cli
 from omni_deploy.cli.command_args import DiffArgs, RenderArgs, RuleArgs, SchemaArgs
@@ -36,6 +38,8 @@ COMMANDS = [
     (("schema",), SchemaArgs),
     (("bench", "run"), SweepArgs),
     (("bench", "ab"), SweepArgs),
+    (("bench", "inputs"), InputsArgs),
+    (("bench", "report"), ReportArgs),
     (("spk", "make-standin"), StandinArgs),
     (("spk", "parity"), ParityArgs),
     (("spk", "bench"), SpkBenchArgs),
@@ -112,6 +116,8 @@ def test_generated_help_types_and_checks() -> None:
         "omni_deploy.serve.request",
         "omni_deploy.k8s.cli_options",
         "omni_deploy.bench.sweep_args",
+        "omni_deploy.bench.inputs_args",
+        "omni_deploy.bench.report_args",
         "omni_deploy.explain.args",
         "omni_deploy.cli.command_args",
         "omni_deploy.speaker.tool_args",
