@@ -1,6 +1,7 @@
-"""`omni-deploy validate`'s check options, declared once: each field is its option (flags, help,
-type; omni_deploy/common/cli_fields.py), and `options()` turns what was given into the checks'
-Options (settings resolved, files read)."""
+"""`omni-deploy validate`'s options, declared once: each field is its option (flags, help, type;
+omni_deploy/common/cli_fields.py). ValidateArgs holds the checks' options, and `options()` turns
+what was given into the checks' Options (settings resolved, files read); ValidateOutputArgs holds
+how the findings are reported and what is done with them."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from omni_deploy.cli.settings import ENV_IGNORE, ENV_STRICT
 from omni_deploy.common import cli_fields as cf
 from omni_deploy.common.cli_fields import option, shared_option
 from omni_deploy.common.defaults import MAX_GPUS_PER_NODE
+from omni_deploy.validate.reporters import REPORTERS
 
 if TYPE_CHECKING:
     from omni_deploy.validate.context import Options
@@ -151,3 +153,60 @@ class ValidateArgs:
             server_python=self.server_python,
             model=self.model,
         )
+
+
+# The --output formats are the reporters' names, in the registry's order (the first is the
+# default): a reporter added to REPORTERS is a format validate offers, with no list to keep in step.
+FORMATS: tuple[str, ...] = tuple(REPORTERS)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ValidateOutputArgs:
+    fmt: str = shared_option(
+        "output",
+        FORMATS,
+        default=FORMATS[0],  # the shared option's default is its first format
+        help="text: grouped by file, with code frames; concise: one line per finding (grep, editors); "
+        "json; sarif (code scanning); github (workflow annotations); junit (XML).",
+    )
+    stdin_filename: str | None = shared_option("stdin_filename")
+    skip_non_deploy: bool = option(
+        "--skip-non-deploy",
+        default=False,
+        is_flag=True,
+        help="Skip, without a finding, files that are not deploy files (several YAML documents, or "
+        "none of vllm-omni's top-level keys); the pre-commit hook passes it.",
+    )
+    quiet: bool = option(
+        "-q",
+        "--quiet",
+        default=False,
+        is_flag=True,
+        help="Text output: the findings only; no summary, nothing when clean.",
+    )
+    statistics: bool = option(
+        "--statistics",
+        default=False,
+        is_flag=True,
+        help="Text output: how often each code occurs (and [*] where --fix fixes it) instead of the findings.",
+    )
+    exit_zero: bool = option(
+        "--exit-zero",
+        default=False,
+        is_flag=True,
+        help="Exit 0 even when there are errors (usage errors still exit 2).",
+    )
+    fix: bool = option(
+        "--fix",
+        default=False,
+        is_flag=True,
+        help="Apply the fixes with one right answer (marked `= fix:`: a typo renamed to the key it "
+        "misspells, quotes dropped around a boolean or number) in place, comments and layout kept; "
+        "a file is written only after its fixed text validated. With '-' the fixed text goes to stdout.",
+    )
+    show_diff: bool = option(  # the field is the option's name: --diff fills show_diff
+        "--diff",
+        default=False,
+        is_flag=True,
+        help="Print what --fix would change, as a unified diff; write nothing.",
+    )

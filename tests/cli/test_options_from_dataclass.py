@@ -12,10 +12,13 @@ import click
 import pytest
 from click.testing import CliRunner
 
+from omni_deploy.bench.inputs_args import InputsArgs
+from omni_deploy.bench.report_args import ReportArgs
 from omni_deploy.bench.sweep_args import SweepArgs
 from omni_deploy.cli.app import cli
+from omni_deploy.cli.command_args import DiffArgs, RenderArgs, RuleArgs, SchemaArgs
 from omni_deploy.cli.options_from_dataclass import options_from, picked
-from omni_deploy.cli.validate_args import ValidateArgs
+from omni_deploy.cli.validate_args import ValidateArgs, ValidateOutputArgs
 from omni_deploy.common import cli_fields as cf
 from omni_deploy.common.cli_fields import OptionValueError, option
 from omni_deploy.explain.args import ExplainArgs
@@ -25,11 +28,18 @@ from omni_deploy.speaker.tool_args import ParityArgs, SpkBenchArgs, StandinArgs
 
 COMMANDS = [
     (("validate",), ValidateArgs),
+    (("validate",), ValidateOutputArgs),
     (("serve",), ServeArgs),
     (("k8s",), K8sArgs),
     (("explain",), ExplainArgs),
+    (("diff",), DiffArgs),
+    (("render",), RenderArgs),
+    (("rule",), RuleArgs),
+    (("schema",), SchemaArgs),
     (("bench", "run"), SweepArgs),
     (("bench", "ab"), SweepArgs),
+    (("bench", "inputs"), InputsArgs),
+    (("bench", "report"), ReportArgs),
     (("spk", "make-standin"), StandinArgs),
     (("spk", "parity"), ParityArgs),
     (("spk", "bench"), SpkBenchArgs),
@@ -51,6 +61,14 @@ def test_every_field_is_an_option_of_its_command(path: tuple[str, ...], cls: typ
     names = [p.name for p in _command(path).params]
     fields = [f.name for f in dataclasses.fields(cls)]
     assert [n for n in names if n in fields] == fields  # all of them, in declaration order
+
+
+@pytest.mark.parametrize(("path", "cls"), COMMANDS, ids=lambda v: " ".join(v) if isinstance(v, tuple) else "")
+def test_a_field_defaults_to_what_its_option_gives_when_left_out(path: tuple[str, ...], cls: type) -> None:
+    # So that the dataclass built by keyword from defaults is the one the command builds.
+    ctx = _command(path).make_context(path[-1], [], resilient_parsing=True)  # required ones may be missing
+    defaults = {f.name: f.default for f in dataclasses.fields(cls) if f.default is not dataclasses.MISSING}
+    assert {name: ctx.params[name] for name in defaults} == defaults
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -98,7 +116,10 @@ def test_generated_help_types_and_checks() -> None:
         "omni_deploy.serve.request",
         "omni_deploy.k8s.cli_options",
         "omni_deploy.bench.sweep_args",
+        "omni_deploy.bench.inputs_args",
+        "omni_deploy.bench.report_args",
         "omni_deploy.explain.args",
+        "omni_deploy.cli.command_args",
         "omni_deploy.speaker.tool_args",
     ],
 )

@@ -8,9 +8,11 @@ from typing import Any
 
 import click
 
+from omni_deploy.bench.inputs_args import InputsArgs
+from omni_deploy.bench.report_args import ReportArgs
 from omni_deploy.bench.sweep_args import MAX_CONCURRENCY, SweepArgs
 from omni_deploy.cli.options_from_dataclass import options_from, picked
-from omni_deploy.cli.params import PORT, Count, number_list, output_option, parse_count
+from omni_deploy.cli.params import PORT, number_list, parse_count
 from omni_deploy.common import defaults
 from omni_deploy.common.install_hint import install_hint
 
@@ -92,35 +94,8 @@ def run(base_url: str, order: str, **kw: Any) -> int:
 
 
 @bench.command("inputs", short_help="Lay out the Seed-TTS inputs from an evaluation checkout.")
-@click.option(
-    "--from",
-    "checkout",
-    required=True,
-    type=click.Path(exists=True, file_okay=False, path_type=Path),
-    help="A Seed-TTS evaluation checkout (seed-tts-eval's layout: en/meta.lst and the WAVs it names).",
-)
-@click.option(
-    "--out",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=Path("inputs"),
-    show_default=True,
-    help="Folder for evaluation/ and warmup/ (neither may exist: nothing is overwritten).",
-)
-@click.option(
-    "--evaluation",
-    type=Count(1, 10**6),
-    default=64,
-    show_default=True,
-    help="Evaluation requests: the first N usable rows of meta.lst.",
-)
-@click.option(
-    "--warmup",
-    type=Count(0, 10**6),
-    default=32,
-    show_default=True,
-    help="Warm-up requests: the next N rows (disjoint from the evaluation ones; 0: no warmup/).",
-)
-def inputs(checkout: Path, out: Path, evaluation: int, warmup: int) -> int:
+@options_from(InputsArgs)
+def inputs(**kwargs: Any) -> int:
     """Lay out a Seed-TTS evaluation checkout's meta.lst rows and WAVs into OUT/evaluation/ and
     OUT/warmup/, as `bench run --dataset-path` and `--warmup-path` read them.
 
@@ -130,32 +105,21 @@ def inputs(checkout: Path, out: Path, evaluation: int, warmup: int) -> int:
     """
     from omni_deploy.bench.inputs import lay_out, plan_layout
 
-    plan = plan_layout(checkout, "en", warmup, evaluation)  # the protocol's requests are English
-    written = lay_out(plan, out)
+    args = InputsArgs(**picked(InputsArgs, kwargs))
+    # The protocol's requests are English.
+    plan = plan_layout(args.checkout, "en", args.warmup, args.evaluation)
+    written = lay_out(plan, args.out)
     for name, folder in written.items():
         click.echo(f"{name}: {len(plan.subsets[name])} request(s) in {folder} ({folder / 'manifest.json'})")
-    warm = f" --warmup {warmup} --warmup-path {written['warmup']}" if "warmup" in written else ""
+    warm = f" --warmup {args.warmup} --warmup-path {written['warmup']}" if "warmup" in written else ""
     click.echo(f"next: omni-deploy bench run --base-url URL --dataset-path {written['evaluation']}{warm}")
     return 0
 
 
 @bench.command("report", short_help="Summarise saved rounds; compare with a baseline.")
 @click.argument("directory", type=click.Path(exists=True, file_okay=False, path_type=Path))
-@click.option(
-    "--baseline",
-    type=click.Path(exists=True, file_okay=False, path_type=Path),
-    help="Results folder to compare against (changes in percent per concurrency).",
-)
-@click.option(
-    "--plot",
-    "plot_path",
-    metavar="FILE",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Also draw the sweep into FILE (.png or .svg; never overwritten): one panel per metric, "
-    "log2 concurrency axis. Needs matplotlib (the `plot` extra).",
-)
-@output_option(("text", "json", "markdown"), help="text (a table), json, or markdown (for a pull request).")
-def report(directory: Path, baseline: Path | None, plot_path: Path | None, fmt: str) -> int:
+@options_from(ReportArgs)
+def report(directory: Path, **kwargs: Any) -> int:
     """Summarise saved result files: audio throughput, TTFA p50/p95, RTF, req/s, per concurrency."""
     from omni_deploy.bench.report import (
         aggregate,
@@ -168,11 +132,12 @@ def report(directory: Path, baseline: Path | None, plot_path: Path | None, fmt: 
     )
     from omni_deploy.bench.results import read_dir
 
-    if plot_path is not None:  # refused before any work, so a bad --plot never costs a report
-        _check_plot_path(plot_path)
-    name, base_name = source_names(directory, baseline)
+    args = ReportArgs(**picked(ReportArgs, kwargs))
+    if args.plot_path is not None:  # refused before any work, so a bad --plot never costs a report
+        _check_plot_path(args.plot_path)
+    name, base_name = source_names(directory, args.baseline)
     found = read_dir(directory)  # ResultError (no such directory, too many files): exit 1 via cli
-    base = read_dir(baseline) if baseline else None
+    base = read_dir(args.baseline) if args.baseline else None
     skipped = found.skipped + (base.skipped if base else [])
     for line in skipped_lines(skipped):
         click.echo(f"omni-deploy: {line}", err=True)
@@ -182,20 +147,20 @@ def report(directory: Path, baseline: Path | None, plot_path: Path | None, fmt: 
     base_rows = aggregate(base.rounds, base_name or "baseline", baseline=True) if base else []
     if base is not None and not base_rows:
         raise click.ClickException(
-            f"--baseline {baseline}: no valid measured rounds found; nothing to compare"
+            f"--baseline {args.baseline}: no valid measured rounds found; nothing to compare"
         )
     diffs = changes(rows, base_rows) if base_rows else []
-    if fmt == "json":
+    if args.fmt == "json":
         click.echo(as_json(rows + base_rows, diffs, skipped))
     else:
-        click.echo({"text": as_text, "markdown": as_markdown}[fmt](rows + base_rows, diffs))
-    if plot_path is not None:
+        click.echo({"text": as_text, "markdown": as_markdown}[args.fmt](rows + base_rows, diffs))
+    if args.plot_path is not None:
         from omni_deploy.bench.plot import plot
 
         try:
-            plot(rows + base_rows, plot_path)
+            plot(rows + base_rows, args.plot_path)
         except (OSError, ImportError) as exc:
-            raise click.ClickException(f"cannot write the plot {plot_path}: {exc}") from None
+            raise click.ClickException(f"cannot write the plot {args.plot_path}: {exc}") from None
     return 1 if any(r.flagged for r in rows + base_rows) else 0
 
 

@@ -8,7 +8,8 @@ from typing import Any
 
 import click
 
-from omni_deploy.cli.params import PlatformType, output_option
+from omni_deploy.cli.command_args import DiffArgs
+from omni_deploy.cli.options_from_dataclass import options_from, picked
 
 # A file that cannot be loaded exits 2, as `diff` does, so that 1 always means "they differ".
 EXIT_TROUBLE = 2
@@ -30,15 +31,8 @@ def _where(node: Any) -> str:
 @click.command(short_help="What a server would see differently in two files.")
 @click.argument("a", metavar="A", type=click.Path(dir_okay=False))
 @click.argument("b", metavar="B", type=click.Path(dir_okay=False))
-@click.option(
-    "--platform",
-    type=PlatformType("none"),
-    default="cuda",
-    show_default=True,
-    help="Compare as a server on this platform sees them; 'none': before any platform section.",
-)
-@output_option(("text", "json"), help="text for people, json for programs (docs/json-output.md).")
-def diff(a: str, b: str, platform: str, fmt: str) -> int:
+@options_from(DiffArgs)
+def diff(a: str, b: str, **kwargs: Any) -> int:
     """Show the effective difference of deploy files A and B: each value that differs after the
     base_config chains are merged and the platform applied, with both values and the file:line
     each came from.
@@ -53,7 +47,8 @@ def diff(a: str, b: str, platform: str, fmt: str) -> int:
     from omni_deploy.config.diff import ADDED, CHANGED, REMOVED, diff_configs
     from omni_deploy.deployment.model import Deployment
 
-    applied = None if platform == "none" else platform
+    args = DiffArgs(**picked(DiffArgs, kwargs))
+    applied = None if args.platform == "none" else args.platform
     try:
         left, right = Deployment.load(a), Deployment.load(b)
         configs = [d.on(applied).config if applied else d.config for d in (left, right)]
@@ -62,7 +57,7 @@ def diff(a: str, b: str, platform: str, fmt: str) -> int:
         return EXIT_TROUBLE
     changes = diff_configs(*configs)
     counts = {kind: sum(1 for c in changes if c.kind == kind) for kind in (CHANGED, ADDED, REMOVED)}
-    if fmt == "json":
+    if args.fmt == "json":
         _print_json(left, right, applied, changes, counts)
     else:
         _print_text(left, right, applied, changes, counts)

@@ -6,28 +6,17 @@ from typing import Any
 
 import click
 
-from omni_deploy.cli.file_options import file_argument, stdin_filename_option
-from omni_deploy.cli.params import PlatformType, output_option
+from omni_deploy.cli.command_args import RenderArgs
+from omni_deploy.cli.file_options import file_argument
+from omni_deploy.cli.options_from_dataclass import options_from, picked
 from omni_deploy.config.render import to_json, to_yaml, to_yaml_with_origins
 from omni_deploy.config.yaml_loader import display_path
 
 
 @click.command(short_help="The merged deploy config, base_config resolved.")
 @file_argument()
-@click.option(
-    "--platform",
-    type=PlatformType("none"),
-    default="none",
-    show_default=True,
-    help="Apply this platform's section as vllm-omni does at start-up. 'none' prints exactly "
-    "what vllm-omni's resolve_deploy_yaml returns.",
-)
-@click.option("--show-origin", is_flag=True, help="Show the file:line:col and layer of each value.")
-@output_option(
-    ("yaml", "json"), help="yaml (loadable by vllm-omni) or json (config and origins, docs/json-output.md)."
-)
-@stdin_filename_option()
-def render(file: str | None, platform: str, show_origin: bool, fmt: str, stdin_filename: str | None) -> int:
+@options_from(RenderArgs)
+def render(file: str | None, **kwargs: Any) -> int:
     """Print the effective deploy config of FILE (default: the bundled MiniCPM-o 4.5 turn config).
 
     The YAML output loads in vllm-omni as a deploy config and renders again to the same result.
@@ -35,23 +24,26 @@ def render(file: str | None, platform: str, show_origin: bool, fmt: str, stdin_f
     """
     from omni_deploy.cli.file_options import load_deployment, read_one_input
 
-    deployment = load_deployment(read_one_input(file, stdin_filename))
-    applied = deployment.on(platform) if platform != "none" else None
+    args = RenderArgs(**picked(RenderArgs, kwargs))
+    deployment = load_deployment(read_one_input(file, args.stdin_filename))
+    applied = deployment.on(args.platform) if args.platform != "none" else None
     config = applied.config if applied is not None else deployment.config
-    if fmt == "json":
-        click.echo(_json(deployment, platform, config, show_origin))
+    if args.fmt == "json":
+        click.echo(_json(deployment, args.platform, config, args.show_origin))
         return 0
     from omni_deploy.common.output.escape import yaml_comment  # a file name never ends the comment
 
     chain = " <- ".join(yaml_comment(display_path(p)) for p in deployment.chain)
     header = f"# Rendered by omni-deploy from {chain}"
-    header += f"; platform {platform} applied\n" if platform != "none" else "\n"
+    header += f"; platform {args.platform} applied\n" if args.platform != "none" else "\n"
     for skipped in applied.skipped if applied else []:
         header += (
-            f"# note: platforms.{platform} entry for stage_id {yaml_comment(repr(skipped.stage_id))} at "
+            f"# note: platforms.{args.platform} entry for stage_id {yaml_comment(repr(skipped.stage_id))} at "
             f"{yaml_comment(skipped.origin.location)} matches no stage and is skipped\n"
         )
-    click.echo(to_yaml_with_origins(config, header) if show_origin else to_yaml(config, header), nl=False)
+    click.echo(
+        to_yaml_with_origins(config, header) if args.show_origin else to_yaml(config, header), nl=False
+    )
     return 0
 
 

@@ -2,20 +2,26 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
+
+from omni_deploy.cli.command_args import RuleArgs
+from omni_deploy.cli.options_from_dataclass import options_from, picked
 
 
 @click.command(short_help="Explain a finding code: what, why, examples that fail and pass.")
 @click.argument("code", required=False)
-@click.option("--all", "all_codes", is_flag=True, help="Every code's page (docs/findings.md).")
-def rule(code: str | None, all_codes: bool) -> int:
+@options_from(RuleArgs)
+def rule(code: str | None, **kwargs: Any) -> int:
     """Print the page of finding CODE (E350, w351, ...) in Markdown: what the check that reports it
     does, why, an example that fails and one that passes, and what validate says of the failing
     one (drawn as validate's text output draws it). Exit 2 for a code omni-deploy does not report.
     """
     from omni_deploy.validate.rule_pages import findings_markdown, page, pages
 
-    if all_codes == (code is not None):
+    args = RuleArgs(**picked(RuleArgs, kwargs))
+    if args.all_codes == (code is not None):
         raise click.UsageError("give one finding CODE or --all")
     if code is None:
         click.echo(findings_markdown(), nl=False)

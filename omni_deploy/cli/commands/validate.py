@@ -6,10 +6,9 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from omni_deploy.cli.file_options import file_argument, stdin_filename_option
+from omni_deploy.cli.file_options import file_argument
 from omni_deploy.cli.options_from_dataclass import options_from, picked
-from omni_deploy.cli.params import output_option
-from omni_deploy.cli.validate_args import ValidateArgs
+from omni_deploy.cli.validate_args import ValidateArgs, ValidateOutputArgs
 
 if TYPE_CHECKING:
     from omni_deploy.cli.file_args import Input
@@ -19,54 +18,8 @@ if TYPE_CHECKING:
 @click.command(short_help="Check deploy files as vllm-omni would read them.")
 @file_argument("files", many=True)
 @options_from(ValidateArgs)
-@output_option(
-    ("text", "concise", "json", "sarif", "github", "junit"),
-    help="text: grouped by file, with code frames; concise: one line per finding (grep, editors); "
-    "json; sarif (code scanning); github (workflow annotations); junit (XML).",
-)
-@stdin_filename_option()
-@click.option(
-    "--skip-non-deploy",
-    is_flag=True,
-    help="Skip, without a finding, files that are not deploy files (several YAML documents, or "
-    "none of vllm-omni's top-level keys); the pre-commit hook passes it.",
-)
-@click.option(
-    "-q", "--quiet", is_flag=True, help="Text output: the findings only; no summary, nothing when clean."
-)
-@click.option(
-    "--statistics",
-    is_flag=True,
-    help="Text output: how often each code occurs (and [*] where --fix fixes it) instead of the findings.",
-)
-@click.option(
-    "--exit-zero", is_flag=True, help="Exit 0 even when there are errors (usage errors still exit 2)."
-)
-@click.option(
-    "--fix",
-    is_flag=True,
-    help="Apply the fixes with one right answer (marked `= fix:`: a typo renamed to the key it "
-    "misspells, quotes dropped around a boolean or number) in place, comments and layout kept; "
-    "a file is written only after its fixed text validated. With '-' the fixed text goes to stdout.",
-)
-@click.option(
-    "--diff",
-    "show_diff",
-    is_flag=True,
-    help="Print what --fix would change, as a unified diff; write nothing.",
-)
-def validate(
-    files: tuple[str, ...],
-    fmt: str,
-    stdin_filename: str | None,
-    skip_non_deploy: bool,
-    quiet: bool,
-    statistics: bool,
-    exit_zero: bool,
-    fix: bool,
-    show_diff: bool,
-    **checks: Any,
-) -> int:
+@options_from(ValidateOutputArgs)
+def validate(files: tuple[str, ...], **kwargs: Any) -> int:
     """Check deploy FILEs as vllm-omni would read them (default: the project's deploy files).
 
     Without FILE: the files the project settings' `files` globs name, else the deploy files under
@@ -80,22 +33,23 @@ def validate(
     from omni_deploy.cli.file_options import read_inputs
     from omni_deploy.validate.runner import validate_inputs
 
-    inputs = read_inputs(files, stdin_filename)
-    if skip_non_deploy:
+    out = ValidateOutputArgs(**picked(ValidateOutputArgs, kwargs))
+    inputs = read_inputs(files, out.stdin_filename)
+    if out.skip_non_deploy:
         inputs = [i for i in inputs if _is_deploy_file(i)]
-    options = ValidateArgs(**picked(ValidateArgs, checks)).options()
+    options = ValidateArgs(**picked(ValidateArgs, kwargs)).options()
     reports = validate_inputs([(i.name, i.text, i.named) for i in inputs], options)
     fixed_stdin = False
-    if fix or show_diff:
+    if out.fix or out.show_diff:
         from omni_deploy.cli.fix import fix_files
 
-        outcome = fix_files(inputs, reports, options, write=not show_diff)
-        if show_diff:
+        outcome = fix_files(inputs, reports, options, write=not out.show_diff)
+        if out.show_diff:
             return 1 if outcome.changed else 0
         reports, inputs, fixed_stdin = outcome.reports, outcome.inputs, outcome.stdin_printed
-    _report(reports, inputs, fmt, quiet, statistics, to_stderr=fixed_stdin)
+    _report(reports, inputs, out.fmt, out.quiet, out.statistics, to_stderr=fixed_stdin)
     failed = any(not r.valid for r in reports)
-    return 1 if failed and not exit_zero else 0
+    return 1 if failed and not out.exit_zero else 0
 
 
 def _report(

@@ -6,11 +6,13 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import ClassVar, TextIO
+from typing import TYPE_CHECKING, ClassVar, TextIO
 
 from omni_deploy.validate.findings import ERROR, INFO, WARNING, Finding
-from omni_deploy.validate.runner import FileReport
-from omni_deploy.validate.server_check.run import ServerRun
+
+if TYPE_CHECKING:  # annotations only: REPORTERS (validate's --output choices) loads no checks
+    from omni_deploy.validate.runner import FileReport
+    from omni_deploy.validate.server_check.run import ServerRun
 
 
 @dataclass(frozen=True)

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from omni_deploy.validate.reporters.base import Reporter, ReportOptions, server_lines, summary, visible_line
-from omni_deploy.validate.runner import FileReport
+
+if TYPE_CHECKING:  # annotations only: REPORTERS (validate's --output choices) loads no checks
+    from omni_deploy.validate.runner import FileReport
 
 
 def concise(reports: list[FileReport], options: ReportOptions | None = None) -> str:

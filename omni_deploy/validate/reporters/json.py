@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from omni_deploy.common.output.json_doc import dumps
 from omni_deploy.validate.reporters.base import Reporter, ReportOptions, server_run
-from omni_deploy.validate.runner import FileReport
+
+if TYPE_CHECKING:  # annotations only: REPORTERS (validate's --output choices) loads no checks
+    from omni_deploy.validate.runner import FileReport
 
 
 def as_json(reports: list[FileReport]) -> str:

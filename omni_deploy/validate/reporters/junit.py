@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from omni_deploy.common.output import escape
 from omni_deploy.validate.findings import ERROR
 from omni_deploy.validate.reporters.base import Reporter, ReportOptions
-from omni_deploy.validate.runner import FileReport
+
+if TYPE_CHECKING:  # annotations only: REPORTERS (validate's --output choices) loads no checks
+    from omni_deploy.validate.runner import FileReport
 
 
 def junit(reports: list[FileReport]) -> str:

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from omni_deploy import __version__
 from omni_deploy.common.output import escape
 from omni_deploy.validate.findings import ERROR, INFO, WARNING, Finding
 from omni_deploy.validate.reporters.base import Reporter, ReportOptions, relative
-from omni_deploy.validate.runner import FileReport
+
+if TYPE_CHECKING:  # annotations only: REPORTERS (validate's --output choices) loads no checks
+    from omni_deploy.validate.runner import FileReport
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 _SARIF_LEVEL: dict[str, str] = {ERROR: "error", WARNING: "warning", INFO: "note"}

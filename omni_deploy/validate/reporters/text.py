@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from omni_deploy.validate.findings import ERROR, INFO, WARNING, Finding
 from omni_deploy.validate.reporters.base import (
@@ -15,7 +16,9 @@ from omni_deploy.validate.reporters.base import (
     summary,
     visible_line,
 )
-from omni_deploy.validate.runner import FileReport
+
+if TYPE_CHECKING:  # annotations only: REPORTERS (validate's --output choices) loads no checks
+    from omni_deploy.validate.runner import FileReport
 
 _PAINT: dict[str, str] = {ERROR: "red", WARNING: "yellow", INFO: "cyan"}
 

@@ -1,0 +1,49 @@
+"""The options of diff, render, rule, schema, bench inputs and bench report, declared once: the
+dataclasses are built by keyword only, and an option fills the field of its name whatever its flags."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import click
+import pytest
+
+from omni_deploy.bench.inputs_args import InputsArgs
+from omni_deploy.bench.report_args import ReportArgs
+from omni_deploy.cli.app import cli
+from omni_deploy.cli.command_args import DiffArgs, RenderArgs, RuleArgs, SchemaArgs
+
+KEYWORD_ONLY = [DiffArgs, RenderArgs, RuleArgs, SchemaArgs, InputsArgs, ReportArgs]
+
+
+def _command(*path: str) -> click.Command:
+    command: click.Command = cli
+    for name in path:
+        assert isinstance(command, click.Group)
+        found = command.get_command(click.Context(command), name)
+        assert found is not None
+        command = found
+    return command
+
+
+@pytest.mark.parametrize("cls", KEYWORD_ONLY, ids=lambda c: c.__name__)
+def test_built_by_keyword_only(cls: type) -> None:
+    first = dataclasses.fields(cls)[0]
+    assert all(f.kw_only for f in dataclasses.fields(cls))
+    with pytest.raises(TypeError):
+        cls(first.default)  # positional: refused
+
+
+@pytest.mark.parametrize(
+    ("path", "field", "flags"),
+    [
+        (("rule",), "all_codes", ["--all"]),
+        (("bench", "inputs"), "checkout", ["--from"]),
+        (("bench", "report"), "plot_path", ["--plot"]),
+        (("diff",), "fmt", ["-o", "--output"]),
+        (("render",), "fmt", ["-o", "--output"]),
+    ],
+)
+def test_an_option_fills_the_field_of_its_name(path: tuple[str, ...], field: str, flags: list[str]) -> None:
+    (found,) = [p for p in _command(*path).params if p.name == field]
+    assert found.opts == flags
