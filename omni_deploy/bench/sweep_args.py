@@ -115,3 +115,42 @@ class SweepArgs:
         help="json: the rounds (commands, result files, done or not) as one document on stdout "
         "(docs/json-output.md); progress stays on stderr.",
     )
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunArgs:
+    """`bench run`'s own options, beside the sweep's."""
+
+    base_url: str = option(
+        "--base-url", required=True, help=f"Server URL, e.g. http://127.0.0.1:{defaults.PORT}."
+    )
+    order: str = option(
+        "--order",
+        type=cf.choice("forward", "reverse"),
+        default="forward",
+        show_default=True,
+        help="Concurrency order: forward (low to high) or reverse; A/B runs use both to cancel drift.",
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class AbArgs:
+    """`bench ab`'s own options, beside the sweep's: the two set-ups and the port they take turns on."""
+
+    a_pairs: tuple[str, ...] = option(
+        "--a",
+        multiple=True,
+        required=True,
+        metavar="KEY=VALUE",
+        help="serve options of A (baseline).",
+    )
+    b_pairs: tuple[str, ...] = option(
+        "--b", multiple=True, required=True, metavar="KEY=VALUE", help="serve options of B."
+    )
+    port: int = option(
+        "--port",
+        type=cf.PORT,
+        default=defaults.PORT,
+        show_default=True,
+        help="Port the A and B servers listen on (one at a time).",
+    )

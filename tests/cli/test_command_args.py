@@ -1,4 +1,4 @@
-"""The options of diff, render, rule, schema, bench inputs and bench report, declared once: the
+"""The options of diff, render, rule, schema and bench inputs, report, run and ab, declared once: the
 dataclasses are built by keyword only, and an option fills the field of its name whatever its flags."""
 
 from __future__ import annotations
@@ -10,10 +10,11 @@ import pytest
 
 from omni_deploy.bench.inputs_args import InputsArgs
 from omni_deploy.bench.report_args import ReportArgs
+from omni_deploy.bench.sweep_args import AbArgs, RunArgs
 from omni_deploy.cli.app import cli
 from omni_deploy.cli.command_args import DiffArgs, RenderArgs, RuleArgs, SchemaArgs
 
-KEYWORD_ONLY = [DiffArgs, RenderArgs, RuleArgs, SchemaArgs, InputsArgs, ReportArgs]
+KEYWORD_ONLY = [DiffArgs, RenderArgs, RuleArgs, SchemaArgs, InputsArgs, ReportArgs, RunArgs, AbArgs]
 
 
 def _command(*path: str) -> click.Command:
@@ -42,6 +43,8 @@ def test_built_by_keyword_only(cls: type) -> None:
         (("bench", "report"), "plot_path", ["--plot"]),
         (("diff",), "fmt", ["-o", "--output"]),
         (("render",), "fmt", ["-o", "--output"]),
+        (("bench", "ab"), "a_pairs", ["--a"]),
+        (("bench", "ab"), "b_pairs", ["--b"]),
     ],
 )
 def test_an_option_fills_the_field_of_its_name(path: tuple[str, ...], field: str, flags: list[str]) -> None:

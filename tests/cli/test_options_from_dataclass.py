@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 from omni_deploy.bench.inputs_args import InputsArgs
 from omni_deploy.bench.report_args import ReportArgs
-from omni_deploy.bench.sweep_args import SweepArgs
+from omni_deploy.bench.sweep_args import AbArgs, RunArgs, SweepArgs
 from omni_deploy.cli.app import cli
 from omni_deploy.cli.command_args import DiffArgs, RenderArgs, RuleArgs, SchemaArgs
 from omni_deploy.cli.options_from_dataclass import options_from, picked
@@ -36,7 +36,9 @@ COMMANDS = [
     (("render",), RenderArgs),
     (("rule",), RuleArgs),
     (("schema",), SchemaArgs),
+    (("bench", "run"), RunArgs),
     (("bench", "run"), SweepArgs),
+    (("bench", "ab"), AbArgs),
     (("bench", "ab"), SweepArgs),
     (("bench", "inputs"), InputsArgs),
     (("bench", "report"), ReportArgs),

@@ -10,10 +10,9 @@ import click
 
 from omni_deploy.bench.inputs_args import InputsArgs
 from omni_deploy.bench.report_args import ReportArgs
-from omni_deploy.bench.sweep_args import MAX_CONCURRENCY, SweepArgs
+from omni_deploy.bench.sweep_args import MAX_CONCURRENCY, AbArgs, RunArgs, SweepArgs
 from omni_deploy.cli.options_from_dataclass import options_from, picked
-from omni_deploy.cli.params import PORT, number_list, parse_count
-from omni_deploy.common import defaults
+from omni_deploy.cli.params import number_list, parse_count
 from omni_deploy.common.install_hint import install_hint
 
 
@@ -62,22 +61,16 @@ def bench() -> None:
 
 
 @bench.command("run", short_help="Sweep concurrencies against a running server.")
-@click.option("--base-url", required=True, help=f"Server URL, e.g. http://127.0.0.1:{defaults.PORT}.")
-@click.option(
-    "--order",
-    type=click.Choice(("forward", "reverse")),
-    default="forward",
-    show_default=True,
-    help="Concurrency order: forward (low to high) or reverse; A/B runs use both to cancel drift.",
-)
+@options_from(RunArgs)
 @options_from(SweepArgs)  # the options bench run and bench ab share
-def run(base_url: str, order: str, **kw: Any) -> int:
+def run(**kw: Any) -> int:
     """Run warm-up, discarded and measured rounds per concurrency against a running server."""
     from omni_deploy.bench.protocol import plan_sweep
     from omni_deploy.bench.runner import stderr_say, steps_json, sweep_server, timed
 
+    own = RunArgs(**picked(RunArgs, kw))
     args = SweepArgs(**picked(SweepArgs, kw))
-    options = _sweep(base_url, args, order)
+    options = _sweep(own.base_url, args, own.order)
     steps = plan_sweep(options)
     as_json = args.fmt == "json"
     if args.dry_run and not as_json:
@@ -177,25 +170,16 @@ def _check_plot_path(plot_path: Path) -> None:
 
 @bench.command("ab", short_help="Compare two server set-ups, each started twice.")
 @click.argument("file")
-@click.option(
-    "--a", "a_pairs", multiple=True, required=True, metavar="KEY=VALUE", help="serve options of A (baseline)."
-)
-@click.option("--b", "b_pairs", multiple=True, required=True, metavar="KEY=VALUE", help="serve options of B.")
+@options_from(AbArgs)
+# A removed option that only says what replaced it: no value, so no field.
 @click.option(
     "--model-path",
     hidden=True,
     expose_value=False,
     callback=lambda _ctx, _param, value: _renamed(value, "--model-path", "--model"),
 )
-@click.option(
-    "--port",
-    type=PORT,
-    default=defaults.PORT,
-    show_default=True,
-    help="Port the A and B servers listen on (one at a time).",
-)
 @options_from(SweepArgs)  # the options bench run and bench ab share
-def ab(file: str, a_pairs: tuple[str, ...], b_pairs: tuple[str, ...], port: int, **kw: Any) -> int:
+def ab(file: str, **kw: Any) -> int:
     """Compare two server set-ups: A, B, B, A starts... (each twice, the second in reverse order).
 
     Example: --a spk-backend=cpu-onnxruntime --b spk-backend=cuda-torch
@@ -205,17 +189,18 @@ def ab(file: str, a_pairs: tuple[str, ...], b_pairs: tuple[str, ...], port: int,
     from omni_deploy.common.probes import local_url
     from omni_deploy.common.redact import register, secret_values
 
+    own = AbArgs(**picked(AbArgs, kw))
     try:
-        a, b = parse_overrides(a_pairs), parse_overrides(b_pairs)
+        a, b = parse_overrides(own.a_pairs), parse_overrides(own.b_pairs)
     except ValueError as exc:
         raise click.BadParameter(str(exc)) from None
     register(secret_values([*a, *b], {}))  # env=HF_TOKEN=... is never printed, also not by accident
     args = SweepArgs(**picked(SweepArgs, kw))
-    sweep = _sweep(local_url("127.0.0.1", port), args, "forward")
+    sweep = _sweep(local_url("127.0.0.1", own.port), args, "forward")
     served = args.served_model_name
     serve_common = ["--served-model-name", served] if served else []
     starts = plan_ab(
-        file, args.model, port, [*serve_common, *a], [*serve_common, *b], sweep, args.result_dir / "runs"
+        file, args.model, own.port, [*serve_common, *a], [*serve_common, *b], sweep, args.result_dir / "runs"
     )
     if args.dry_run:
         click.echo(ab_json(starts, args.result_dir) if args.fmt == "json" else describe(starts))
