@@ -1,7 +1,7 @@
 """The speaker-embedding backend decision: the deploy file's part read once, then a pure decision per platform, with the host snapshot it takes and what the server reported.
 
 The package's one entry point: callers import what they use from here, not from its modules.
-`speaker_decision` reads the deploy file's part (`inputs.speaker_inputs`) and picks the decision
+`speaker_decision` reads the deploy file's part (`from_deployment.speaker_inputs`) and picks the decision
 by pipeline: MiniCPM-o 4.5's Code2Wav (`decision`), or the component that embeds for CosyVoice3,
 GLM-TTS and Ming-TTS (`other_models`); neither reads the Deployment.
 """
@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from omni_deploy.integrations.speaker_rules import CPU_ORT, CUDA_TORCH, TENSORRT, Backend
 from omni_deploy.speaker_backend.decision import code2wav_decision
+from omni_deploy.speaker_backend.from_deployment import SpeakerInputs, ray_stages_on, speaker_inputs
 from omni_deploy.speaker_backend.host import (
     VENDOR_TOOLS,
     HostCaps,
@@ -20,7 +21,6 @@ from omni_deploy.speaker_backend.host import (
     last_server_reports,
     probe_host,
 )
-from omni_deploy.speaker_backend.inputs import SpeakerInputs, ray_stages_on, speaker_inputs
 from omni_deploy.speaker_backend.other_models import model_decision
 from omni_deploy.speaker_backend.reach import at_release
 from omni_deploy.speaker_backend.refprep import Preparation, reference_preparation

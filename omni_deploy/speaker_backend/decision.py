@@ -46,7 +46,7 @@ from omni_deploy.speaker_backend.types import (
 )
 
 if TYPE_CHECKING:
-    from omni_deploy.speaker_backend.inputs import SpeakerInputs
+    from omni_deploy.speaker_backend.from_deployment import SpeakerInputs
 
 
 @dataclass(frozen=True)
@@ -101,7 +101,7 @@ def code2wav_decision(
     package's `speaker_decision` asks `other_models.model_decision` instead for CosyVoice3, GLM-TTS
     and Ming-TTS).
 
-    `inputs` is the deploy file's part (`inputs.speaker_inputs`): the pipeline, the Code2Wav extra
+    `inputs` is the deploy file's part (`from_deployment.speaker_inputs`): the pipeline, the Code2Wav extra
     and its path, what the platform view's Code2Wav stage sets in its `env`, and whether that
     stage's model runs in Ray workers. `env` is the environment of the process that starts the
     server (the pod's for k8s), `host` what the serving host provides, `override` serve's --spk-backend.

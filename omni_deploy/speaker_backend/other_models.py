@@ -34,8 +34,8 @@ from omni_deploy.integrations.speaker_rules import (
     choose_for,
     cosyvoice3_trt_enabled,
 )
+from omni_deploy.speaker_backend.from_deployment import STAGE_ENV, SpeakerInputs
 from omni_deploy.speaker_backend.host import HostCaps, plugin_cannot_act
-from omni_deploy.speaker_backend.inputs import STAGE_ENV, SpeakerInputs
 from omni_deploy.speaker_backend.ray_env import ray_env_warnings
 from omni_deploy.speaker_backend.types import Fallback, Reason, SpeakerDecision
 
@@ -84,7 +84,7 @@ def model_decision(
     override: Backend | None = None,
 ) -> SpeakerDecision:
     """The effective speaker backend of `inputs.model` on `inputs.platform` (`inputs` is the deploy
-    file's part, `inputs.speaker_inputs`)."""
+    file's part, `from_deployment.speaker_inputs`)."""
     model, platform = inputs.model, inputs.platform
     assert model is not None
     reasons = [

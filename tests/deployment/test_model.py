@@ -39,18 +39,9 @@ def test_an_unloadable_name_raises_config_error_with_its_code() -> None:
     assert caught.value.code == "E107"
 
 
-def test_stage_value_is_the_typed_field_else_the_engine_extra() -> None:
-    from omni_deploy.config.nodes import DEFAULT_ORIGIN, Map, from_plain
-    from omni_deploy.config.stage_process import stage_value
-
-    stage = from_plain(
-        {"max_num_seqs": 4, "devices": None, "engine_extras": {"max_num_seqs": 8, "max_model_len": 512}},
-        DEFAULT_ORIGIN,
-    )
-    assert isinstance(stage, Map)
-    assert to_plain(stage_value(stage, "max_num_seqs")) == 4  # the typed field wins
-    assert to_plain(stage_value(stage, "max_model_len")) == 512  # else the engine extra
-    assert to_plain(stage_value(stage, "devices")) is None  # written as null: the typed field still
-    assert stage_value(stage, "enforce_eager") is None
-    bare = from_plain({"engine_extras": None}, DEFAULT_ORIGIN)
-    assert isinstance(bare, Map) and stage_value(bare, "x") is None
+def test_connector_extra_is_the_named_connectors_extra_else_a_placeholder_path() -> None:
+    d = Deployment.load(str(ROOT / "tests" / "data" / "explain" / "models" / "ming_tts.yaml"))
+    extra, path = d.connector_extra(0, "output")
+    assert extra is not None and path.startswith("$.connectors.") and path.endswith(".extra")
+    assert d.connector_extra(None, "output") == (None, "$.connectors.<stage None output>.extra")
+    assert d.connector_extra(99, "input") == (None, "$.connectors.<stage 99 input>.extra")

@@ -34,7 +34,7 @@ PROCESSOR_ENV = (ENV_PROCESSOR, ENV_TF32)
 STAGE_ENV = (ENV_BACKEND, ENV_TF32)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class SpeakerInputs:
     """The deploy file's part of one platform's speaker decision.
 
@@ -76,14 +76,35 @@ def speaker_inputs(deployment: Deployment, platform: str) -> SpeakerInputs:
         view = None
     if model is None:
         stages = view.stages if view is not None else []
-        return SpeakerInputs(platform, pipeline, None, extra, path, stage_env(stages, stage, DECISION_ENV),
-                             ray_stages(view).get(stage) if stage is not None else None)  # fmt: skip
+        return SpeakerInputs(
+            platform=platform,
+            pipeline=pipeline,
+            model=None,
+            extra=extra,
+            extra_path=path,
+            in_file=stage_env(stages, stage, DECISION_ENV),
+            ray=ray_stages(view).get(stage) if stage is not None else None,
+        )
     stages = view.stages if view is not None else deployment.stages()
     if model.where == PROCESSOR:
         per_stage = [(_stage_number(s), stage_env([s], _stage_number(s), PROCESSOR_ENV)) for s in stages]
-        return SpeakerInputs(platform, pipeline, model, extra, path, processor_env=per_stage)
-    return SpeakerInputs(platform, pipeline, model, extra, path, stage_env(stages, stage, STAGE_ENV),
-                         ray_stages(view).get(stage) if stage is not None else None)  # fmt: skip
+        return SpeakerInputs(
+            platform=platform,
+            pipeline=pipeline,
+            model=model,
+            extra=extra,
+            extra_path=path,
+            processor_env=per_stage,
+        )
+    return SpeakerInputs(
+        platform=platform,
+        pipeline=pipeline,
+        model=model,
+        extra=extra,
+        extra_path=path,
+        in_file=stage_env(stages, stage, STAGE_ENV),
+        ray=ray_stages(view).get(stage) if stage is not None else None,
+    )
 
 
 def _stage_number(stage: Map) -> object:
