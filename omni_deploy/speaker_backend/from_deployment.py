@@ -59,32 +59,25 @@ def speaker_inputs(deployment: Deployment, platform: str) -> SpeakerInputs:
     """Read `deployment`'s part of the decision on `platform`: the switches from the merged file,
     the stage's env and Ray placement from its platform view where the file applies there
     (validate reports why where it does not: then none for MiniCPM-o, and the merged file's stages
-    for the others)."""
+    for the others). A pipeline with no embedding stage (unknown, or one that keeps its own speaker
+    path) never has its platform view built."""
     pipeline = deployment.pipeline
     model = MODELS.get(pipeline.name or "")
-    if model is MINICPMO:
-        model = None
-    if model is None:
+    if model is None or model is MINICPMO:
         stage = pipeline.known.code2wav_stage if pipeline.known is not None else None
         extra, path = deployment.code2wav_extra(), deployment.code2wav_extra_path
-    else:
-        stage = model.stage
-        extra, path = deployment.connector_extra(model.stage, model.connector)
-    try:
-        view: PlatformApplied | None = deployment.on(platform)
-    except OmniDeployError:
-        view = None
-    if model is None:
-        stages = view.stages if view is not None else []
+        view = _view(deployment, platform) if stage is not None else None
         return SpeakerInputs(
             platform=platform,
             pipeline=pipeline,
             model=None,
             extra=extra,
             extra_path=path,
-            in_file=stage_env(stages, stage, DECISION_ENV),
+            in_file=stage_env(view.stages, stage, DECISION_ENV) if view is not None else {},
             ray=ray_stages(view).get(stage) if stage is not None else None,
         )
+    extra, path = deployment.connector_extra(model.stage, model.connector)
+    view = _view(deployment, platform)
     stages = view.stages if view is not None else deployment.stages()
     if model.where == PROCESSOR:
         per_stage = [(_stage_number(s), stage_env([s], _stage_number(s), PROCESSOR_ENV)) for s in stages]
@@ -102,9 +95,17 @@ def speaker_inputs(deployment: Deployment, platform: str) -> SpeakerInputs:
         model=model,
         extra=extra,
         extra_path=path,
-        in_file=stage_env(stages, stage, STAGE_ENV),
-        ray=ray_stages(view).get(stage) if stage is not None else None,
+        in_file=stage_env(stages, model.stage, STAGE_ENV),
+        ray=ray_stages(view).get(model.stage) if model.stage is not None else None,
     )
+
+
+def _view(deployment: Deployment, platform: str) -> PlatformApplied | None:
+    """The platform view, or None where the file cannot apply on `platform` (validate says why)."""
+    try:
+        return deployment.on(platform)
+    except OmniDeployError:
+        return None
 
 
 def _stage_number(stage: Map) -> object:
@@ -115,7 +116,4 @@ def _stage_number(stage: Map) -> object:
 def ray_stages_on(deployment: Deployment, platform: str) -> dict[int, str]:
     """`config.stage_process.ray_stages` of `deployment`'s view on `platform`; empty where the
     file cannot apply there."""
-    try:
-        return ray_stages(deployment.on(platform))
-    except OmniDeployError:
-        return {}
+    return ray_stages(_view(deployment, platform))
