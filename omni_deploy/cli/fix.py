@@ -83,9 +83,10 @@ def _plan(source: Input, report: FileReport, options: Options) -> tuple[Plan | N
     fixable = [f for f in report.findings if f.fix is not None]
     if not fixable:
         return None, []
-    # The fixes of the file itself: stdin's by its name, a file's by the path it was named by
-    # (`_own_file` holds that path to be the file validated, or refuses it below).
-    fixing = _pairs(report.findings, source.name if source.is_stdin else os.path.expanduser(source.name))
+    # The fixes of the file itself: stdin's by its name, a file's by the path it was named by, read
+    # as the loader and `_own_file` read it (pathlib's expanduser: `./~/f.yaml` is ~/f.yaml); below,
+    # `_own_file` holds that path to be the file validated, or refuses it.
+    fixing = _pairs(report.findings, source.name if source.is_stdin else str(Path(source.name).expanduser()))
     if source.is_stdin:
         assert source.text is not None
         raw_in = source.text

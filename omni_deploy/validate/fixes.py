@@ -100,8 +100,9 @@ def refusal(after: FileReport, fixed: list[Finding]) -> str | None:
             if first
             else "the fixed text does not load"
         )
-    still = {(f.code, f.line, f.column) for f in after.findings}
-    left = [f for f in fixed if (f.code, f.line, f.column) in still]
+    # By file too: a base file's finding of the same code at the same place is another finding.
+    still = {(f.file, f.code, f.line, f.column) for f in after.findings}
+    left = [f for f in fixed if (f.file, f.code, f.line, f.column) in still]
     if left:
         return f"{left[0].code} at {left[0].line}:{left[0].column} is still there after the fix"
     return None

@@ -191,3 +191,37 @@ def test_a_fixed_text_that_does_not_validate_is_not_written(tmp_path: Path) -> N
     outcome = fix_files([Input(str(path))], [bad], options, write=True, out=said.append, err=said.append)
     assert path.read_text() == f"base_config: {BASE}\nsession_mod: duplex\n" and not outcome.changed
     assert any("the fixed text does not load (E101" in line and "left as it was" in line for line in said)
+
+
+def test_a_file_named_through_a_home_path_is_fixed_as_the_loader_read_it(
+    capsys: pytest.CaptureFixture[str], repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `./~/mine.yaml`: pathlib (the loader's reading) takes it for ~/mine.yaml; os.path would not.
+    home = repo / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    path = home / "mine.yaml"
+    path.write_text(BEFORE)
+    diff = _validate(capsys, "--diff", "./~/mine.yaml")
+    assert diff.code == 1 and "would fix 4 finding(s) in 1 file(s)" in diff.err, diff.err
+    fixed = _validate(capsys, "--fix", "./~/mine.yaml")
+    assert path.read_text() == AFTER and fixed.code == 0, fixed.err
+
+
+def test_a_base_files_finding_at_the_same_place_does_not_refuse_the_fix(
+    capsys: pytest.CaptureFixture[str], repo: Path
+) -> None:
+    # The same typo at the same line and column of the file and of its base: the file's is fixed;
+    # the base's stays and does not count as the fix failing.
+    typo = "stages:\n  - stage_id: 1\n    max_num_seq: 8\n"
+    base = repo / "base.yaml"
+    base.write_text(f"base_config: {BASE}\n{typo}")
+    mine = repo / "deploy" / "mine.yaml"
+    mine.write_text(f"base_config: ../base.yaml\n{typo}")
+    result = _validate(capsys, "deploy/mine.yaml", "--fix")
+    assert mine.read_text() == "base_config: ../base.yaml\nstages:\n  - stage_id: 1\n    max_num_seqs: 8\n", (
+        result.err
+    )
+    assert base.read_text() == f"base_config: {BASE}\n{typo}"
+    assert "still there after the fix" not in result.err
+    assert "E307" in result.out  # the base's, left
