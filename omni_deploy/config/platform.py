@@ -101,7 +101,7 @@ def _replicas(replicas: Entry) -> Entry:
     if not isinstance(value, bool) and isinstance(value, (int, float, str)):
         try:
             number = int(value)
-        except ValueError:
+        except (ValueError, OverflowError):  # "x", nan; .inf
             number = None
     if number is None:
         raise ConfigError("num_replicas must be an integer", replicas.node.origin.location, code=codes.E123)
