@@ -6,12 +6,15 @@ speaker-backend decision; the Deployment and its topology; knowledge; config; in
 vLLM plugin and the speaker rules it applies); the speaker encoder; and the vocabulary and safe I/O
 everything may use (common). Parts that share a layer stay apart. Read from the source by AST
 (imports inside functions count too; `from omni_deploy.x import y` and `from omni_deploy import x`
-count as importing `x.y` and `x`, and relative imports as what they name); nothing is imported.
+count as importing `x.y` and `x`, relative imports as what they name, and a string naming a module
+of the package, as importlib.import_module and the command table take it, as importing it);
+nothing is imported.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -73,7 +76,24 @@ def _imports(path: Path, root: Path = PACKAGE.parent) -> list[tuple[int, str]]:
                 found.append((node.lineno, full if _is_module(full, root) else module))
         elif isinstance(node, ast.Import):
             found += [(node.lineno, a.name) for a in node.names if a.name.startswith("omni_deploy.")]
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and DOTTED.fullmatch(node.value):
+            named = _longest_module(node.value.partition(":")[0], root)
+            if named is not None:
+                found.append((node.lineno, named))
     return found
+
+
+# A string that names a module of the package (`omni_deploy.x.y`, `omni_deploy.x.y:attr`, or a
+# class's dotted path): what importlib.import_module or an entry point table loads by name.
+DOTTED = re.compile(r"omni_deploy(\.[A-Za-z_]\w*)+(:[A-Za-z_]\w*)?")
+
+
+def _longest_module(dotted: str, root: Path) -> str | None:
+    parts = dotted.split(".")
+    for end in range(len(parts), 1, -1):
+        if _is_module(".".join(parts[:end]), root):
+            return ".".join(parts[:end])
+    return None
 
 
 SOURCES = sorted(p for p in PACKAGE.rglob("*.py") if p.name != "__init__.py" or p.parent != PACKAGE)
@@ -123,6 +143,9 @@ def test_at_most_twelve_layers_state_the_architecture() -> None:
         ("from . import spec", "omni_deploy.launch.spec"),
         ("def f():\n    from omni_deploy import serve", "omni_deploy.serve"),
         ("from omni_deploy import __version__", "omni_deploy"),
+        ('importlib.import_module("omni_deploy.serve.prepare")', "omni_deploy.serve.prepare"),
+        ('PATCH = "omni_deploy.serve.prepare:prepare"', "omni_deploy.serve.prepare"),
+        ('ERROR = "omni_deploy.serve.prepare.Refused"', "omni_deploy.serve.prepare"),
     ],
 )
 def test_every_form_of_import_is_read(tmp_path: Path, source: str, expected: str) -> None:
@@ -151,3 +174,11 @@ def test_every_form_of_import_is_read(tmp_path: Path, source: str, expected: str
 )
 def test_the_rule(here: str, there: str, allowed: bool) -> None:
     assert _allowed(here, there) is allowed
+
+
+def test_a_packages_init_reads_relative_imports_from_its_own_package(tmp_path: Path) -> None:
+    (tmp_path / "omni_deploy" / "launch").mkdir(parents=True)
+    (tmp_path / "omni_deploy" / "launch" / "spec.py").write_text("", encoding="utf-8")
+    init = tmp_path / "omni_deploy" / "launch" / "__init__.py"
+    init.write_text("from . import spec\nfrom .spec import x\n", encoding="utf-8")
+    assert [module for _, module in _imports(init, tmp_path)] == ["omni_deploy.launch.spec"] * 2
