@@ -16,6 +16,7 @@ API (issue 11; render, validate, explain, serve, bench and k8s start here):
     d.code2wav_extra(), d.code2wav_extra_path   # its `extra` Map, and "$.connectors.NAME.extra"
     d.on("cuda")          # config.platform.PlatformApplied: the view a server on that platform
                           # runs (cached; raises ConfigError for a bad platform section)
+    d.on_or_none("cuda")  # ... or None where the platform section cannot apply
     d.code2wav_extra_on("cuda")  # the Code2Wav extra inside that view
     d.code2wav_extra_in(config)  # ... inside a copy of a view (the launch spec renders an edited copy)
     d.section_platforms() # platforms the file has a section for; d.default_platforms(): cuda + those
@@ -54,6 +55,7 @@ from collections.abc import Hashable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from omni_deploy.common.errors import OmniDeployError
 from omni_deploy.config.chain import Resolved, locate_top_file, resolve_file
 from omni_deploy.config.nodes import Map, Node, Origin, Scalar, Seq, locate, path_string
 from omni_deploy.config.platform import PlatformApplied, apply_platform
@@ -201,6 +203,13 @@ class Deployment:
         if platform not in self._views:
             self._views[platform] = apply_platform(self.config, platform)
         return self._views[platform]
+
+    def on_or_none(self, platform: str) -> PlatformApplied | None:
+        """`on(platform)`, or None where the file cannot apply on `platform` (validate says why)."""
+        try:
+            return self.on(platform)
+        except OmniDeployError:
+            return None
 
     def locate(self, path: list[Hashable], platform: str | None = None) -> tuple[Node | None, Origin | None]:
         """The value at `path` in the merged file (or a platform's view) and the origin of its key."""

@@ -9,7 +9,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from omni_deploy.common.errors import OmniDeployError
 from omni_deploy.config.nodes import Map, Scalar
 from omni_deploy.config.stage_process import StageEnv, ray_stages, stage_env
 from omni_deploy.integrations.speaker_rules import (
@@ -25,7 +24,6 @@ from omni_deploy.integrations.speaker_rules import (
 from omni_deploy.knowledge.pipelines import PipelineInfo
 
 if TYPE_CHECKING:
-    from omni_deploy.config.platform import PlatformApplied
     from omni_deploy.deployment.model import Deployment
 
 # The variables a stage's environment may set that decide: for the other models' processor (which
@@ -63,23 +61,18 @@ def speaker_inputs(deployment: Deployment, platform: str) -> SpeakerInputs:
     path) never has its platform view built."""
     pipeline = deployment.pipeline
     model = MODELS.get(pipeline.name or "")
-    if model is None or model is MINICPMO:
+    model = None if model is MINICPMO else model
+    if model is None:
         stage = pipeline.known.code2wav_stage if pipeline.known is not None else None
+        names: tuple[str, ...] = DECISION_ENV
         extra, path = deployment.code2wav_extra(), deployment.code2wav_extra_path
-        view = _view(deployment, platform) if stage is not None else None
-        return SpeakerInputs(
-            platform=platform,
-            pipeline=pipeline,
-            model=None,
-            extra=extra,
-            extra_path=path,
-            in_file=stage_env(view.stages, stage, DECISION_ENV) if view is not None else {},
-            ray=ray_stages(view).get(stage) if stage is not None else None,
-        )
-    extra, path = deployment.connector_extra(model.stage, model.connector)
-    view = _view(deployment, platform)
-    stages = view.stages if view is not None else deployment.stages()
-    if model.where == PROCESSOR:
+    else:
+        stage, names = model.stage, STAGE_ENV
+        extra, path = deployment.connector_extra(model.stage, model.connector)
+    merged = deployment.stages()
+    view = deployment.on_or_none(platform) if model is not None or stage is not None else None
+    stages = view.stages if view is not None else ([] if model is None else merged)
+    if model is not None and model.where == PROCESSOR:
         per_stage = [(_stage_number(s), stage_env([s], _stage_number(s), PROCESSOR_ENV)) for s in stages]
         return SpeakerInputs(
             platform=platform,
@@ -95,17 +88,9 @@ def speaker_inputs(deployment: Deployment, platform: str) -> SpeakerInputs:
         model=model,
         extra=extra,
         extra_path=path,
-        in_file=stage_env(stages, model.stage, STAGE_ENV),
-        ray=ray_stages(view).get(model.stage) if model.stage is not None else None,
+        in_file=stage_env(stages, stage, names),
+        ray=ray_stages(view).get(stage) if stage is not None else None,
     )
-
-
-def _view(deployment: Deployment, platform: str) -> PlatformApplied | None:
-    """The platform view, or None where the file cannot apply on `platform` (validate says why)."""
-    try:
-        return deployment.on(platform)
-    except OmniDeployError:
-        return None
 
 
 def _stage_number(stage: Map) -> object:
@@ -116,4 +101,4 @@ def _stage_number(stage: Map) -> object:
 def ray_stages_on(deployment: Deployment, platform: str) -> dict[int, str]:
     """`config.stage_process.ray_stages` of `deployment`'s view on `platform`; empty where the
     file cannot apply there."""
-    return ray_stages(_view(deployment, platform))
+    return ray_stages(deployment.on_or_none(platform))
