@@ -72,24 +72,19 @@ def speaker_inputs(deployment: Deployment, platform: str) -> SpeakerInputs:
     merged = deployment.stages()
     view = deployment.on_or_none(platform) if model is not None or stage is not None else None
     stages = view.stages if view is not None else ([] if model is None else merged)
-    if model is not None and model.where == PROCESSOR:
-        per_stage = [(_stage_number(s), stage_env([s], _stage_number(s), PROCESSOR_ENV)) for s in stages]
-        return SpeakerInputs(
-            platform=platform,
-            pipeline=pipeline,
-            model=model,
-            extra=extra,
-            extra_path=path,
-            processor_env=per_stage,
-        )
+    # CosyVoice3's and GLM-TTS's processor runs in the API server: no stage's env or Ray placement
+    # is its own; what each stage's env sets is listed, to be warned about.
+    processor = model is not None and model.where == PROCESSOR
+    per_stage = [(_stage_number(s), stage_env([s], _stage_number(s), PROCESSOR_ENV)) for s in stages]
     return SpeakerInputs(
         platform=platform,
         pipeline=pipeline,
         model=model,
         extra=extra,
         extra_path=path,
-        in_file=stage_env(stages, stage, names),
-        ray=ray_stages(view).get(stage) if stage is not None else None,
+        in_file={} if processor else stage_env(stages, stage, names),
+        ray=ray_stages(view).get(stage) if stage is not None and not processor else None,
+        processor_env=per_stage if processor else [],
     )
 
 

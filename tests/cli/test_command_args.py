@@ -5,26 +5,15 @@ from __future__ import annotations
 
 import dataclasses
 
-import click
 import pytest
 
 from omni_deploy.bench.inputs_args import InputsArgs
 from omni_deploy.bench.report_args import ReportArgs
 from omni_deploy.bench.sweep_args import AbArgs, RunArgs
-from omni_deploy.cli.app import cli
 from omni_deploy.cli.command_args import DiffArgs, RenderArgs, RuleArgs, SchemaArgs
+from tests.support.cli import command_at
 
 KEYWORD_ONLY = [DiffArgs, RenderArgs, RuleArgs, SchemaArgs, InputsArgs, ReportArgs, RunArgs, AbArgs]
-
-
-def _command(*path: str) -> click.Command:
-    command: click.Command = cli
-    for name in path:
-        assert isinstance(command, click.Group)
-        found = command.get_command(click.Context(command), name)
-        assert found is not None
-        command = found
-    return command
 
 
 @pytest.mark.parametrize("cls", KEYWORD_ONLY, ids=lambda c: c.__name__)
@@ -48,5 +37,5 @@ def test_built_by_keyword_only(cls: type) -> None:
     ],
 )
 def test_an_option_fills_the_field_of_its_name(path: tuple[str, ...], field: str, flags: list[str]) -> None:
-    (found,) = [p for p in _command(*path).params if p.name == field]
+    (found,) = [p for p in command_at(*path).params if p.name == field]
     assert found.opts == flags

@@ -15,7 +15,6 @@ from click.testing import CliRunner
 from omni_deploy.bench.inputs_args import InputsArgs
 from omni_deploy.bench.report_args import ReportArgs
 from omni_deploy.bench.sweep_args import AbArgs, RunArgs, SweepArgs
-from omni_deploy.cli.app import cli
 from omni_deploy.cli.command_args import DiffArgs, RenderArgs, RuleArgs, SchemaArgs
 from omni_deploy.cli.options_from_dataclass import options_from, picked
 from omni_deploy.cli.validate_args import ValidateArgs, ValidateOutputArgs
@@ -25,6 +24,7 @@ from omni_deploy.explain.args import ExplainArgs
 from omni_deploy.k8s.cli_options import K8sArgs
 from omni_deploy.serve.request import ServeArgs
 from omni_deploy.speaker.tool_args import ParityArgs, SpkBenchArgs, StandinArgs
+from tests.support.cli import command_at
 
 COMMANDS = [
     (("validate",), ValidateArgs),
@@ -48,19 +48,9 @@ COMMANDS = [
 ]
 
 
-def _command(path: tuple[str, ...]) -> click.Command:
-    command: click.Command = cli
-    for name in path:
-        assert isinstance(command, click.Group)
-        found = command.get_command(click.Context(command), name)
-        assert found is not None
-        command = found
-    return command
-
-
 @pytest.mark.parametrize(("path", "cls"), COMMANDS, ids=lambda v: " ".join(v) if isinstance(v, tuple) else "")
 def test_every_field_is_an_option_of_its_command(path: tuple[str, ...], cls: type) -> None:
-    names = [p.name for p in _command(path).params]
+    names = [p.name for p in command_at(*path).params]
     fields = [f.name for f in dataclasses.fields(cls)]
     assert [n for n in names if n in fields] == fields  # all of them, in declaration order
 
@@ -68,7 +58,7 @@ def test_every_field_is_an_option_of_its_command(path: tuple[str, ...], cls: typ
 @pytest.mark.parametrize(("path", "cls"), COMMANDS, ids=lambda v: " ".join(v) if isinstance(v, tuple) else "")
 def test_a_field_defaults_to_what_its_option_gives_when_left_out(path: tuple[str, ...], cls: type) -> None:
     # So that the dataclass built by keyword from defaults is the one the command builds.
-    ctx = _command(path).make_context(path[-1], [], resilient_parsing=True)  # required ones may be missing
+    ctx = command_at(*path).make_context(path[-1], [], resilient_parsing=True)  # required ones may be missing
     defaults = {f.name: f.default for f in dataclasses.fields(cls) if f.default is not dataclasses.MISSING}
     assert {name: ctx.params[name] for name in defaults} == defaults
 
