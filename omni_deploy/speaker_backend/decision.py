@@ -106,17 +106,23 @@ def code2wav_decision(
     stage's model runs in Ray workers. `env` is the environment of the process that starts the
     server (the pod's for k8s), `host` what the serving host provides, `override` serve's --spk-backend.
     """
-    return _decide(
-        inputs.platform,
-        inputs.pipeline,
-        inputs.extra,
-        inputs.extra_path,
-        env,
-        host,
-        override,
-        inputs.in_file,
-        inputs.ray,
-    )
+    platform, pipeline = inputs.platform, inputs.pipeline
+    if not pipeline.is_minicpmo:
+        return _not_minicpmo(platform, pipeline)
+    ask = _ask(inputs, env)
+    if platform != "cuda":
+        return _off_cuda(ask, override)
+    for name, var in ask.in_file.items():
+        ask.warnings.append(
+            f"the Code2Wav stage's env sets {name}={var.value} at {var.origin}; it applies to that stage "
+            "only and wins over the process environment"
+        )
+    wanted = _wanted(ask, override)
+    if wanted == TENSORRT:
+        return _tensorrt(ask, host)
+    if wanted == CPU_ORT:
+        return _cpu(platform, ask.reasons, _fallbacks(inputs.extra_path, CPU_ORT), ask.warnings)
+    return _cuda_torch(ask, host)
 
 
 @dataclass
@@ -143,38 +149,6 @@ class _Ask:
         return Reason(name, self.environ.get(name), origin)
 
 
-def _decide(
-    platform: str,
-    pipeline: PipelineInfo,
-    extra: Map | None,
-    extra_path: str,
-    env: dict[str, str],
-    host: HostCaps,
-    override: Backend | None = None,
-    stage_env_vars: dict[str, StageEnv] | None = None,
-    ray: str | None = None,
-) -> SpeakerDecision:
-    """The effective speaker backend of one platform. `override` is serve's --spk-backend;
-    `stage_env_vars` what the file's Code2Wav stage sets in its own environment (`stage_env`);
-    `ray` where the file puts that stage's model in Ray workers (None: it does not)."""
-    if not pipeline.is_minicpmo:
-        return _not_minicpmo(platform, pipeline)
-    ask = _ask(platform, extra, extra_path, env, stage_env_vars or {}, ray)
-    if platform != "cuda":
-        return _off_cuda(ask, override)
-    for name, var in ask.in_file.items():
-        ask.warnings.append(
-            f"the Code2Wav stage's env sets {name}={var.value} at {var.origin}; it applies to that stage "
-            "only and wins over the process environment"
-        )
-    wanted = _wanted(ask, override)
-    if wanted == TENSORRT:
-        return _tensorrt(ask, host)
-    if wanted == CPU_ORT:
-        return _cpu(platform, ask.reasons, _fallbacks(extra_path, CPU_ORT), ask.warnings)
-    return _cuda_torch(ask, host)
-
-
 def _not_minicpmo(platform: str, pipeline: PipelineInfo) -> SpeakerDecision:
     if pipeline.name is None:
         return SpeakerDecision(
@@ -192,27 +166,28 @@ def _not_minicpmo(platform: str, pipeline: PipelineInfo) -> SpeakerDecision:
     )
 
 
-def _ask(
-    platform: str,
-    extra: Map | None,
-    extra_path: str,
-    env: dict[str, str],
-    in_file: dict[str, StageEnv],
-    ray: str | None = None,
-) -> _Ask:
-    trt = _setting(extra, extra_path, KEY_TRT)
-    device_spk = _setting(extra, extra_path, KEY_DEVICE_SPK)
-    tf32 = _setting(extra, extra_path, KEY_ALLOW_TF32)
-    environ = {**env, **{name: var.value for name, var in in_file.items()}}
+def _ask(inputs: SpeakerInputs, env: dict[str, str]) -> _Ask:
+    """The settings, the stage process's environment and what the rules chose from them."""
+    path = inputs.extra_path
+    trt = _setting(inputs.extra, path, KEY_TRT)
+    device_spk = _setting(inputs.extra, path, KEY_DEVICE_SPK)
+    tf32 = _setting(inputs.extra, path, KEY_ALLOW_TF32)
+    environ = {**env, **{name: var.value for name, var in inputs.in_file.items()}}
     ray_warnings: list[str] = []
-    if ray is not None:  # the stage's model runs in Ray workers: what they see of its environment decides
-        hint = f"{extra_path}.{KEY_DEVICE_SPK}, {KEY_TRT}, {KEY_ALLOW_TF32}"
-        environ, ray_warnings = ray_env_warnings("the Code2Wav stage", ray, environ, DECISION_ENV, hint)
+    if (
+        inputs.ray is not None
+    ):  # the stage's model runs in Ray workers: what they see of its environment decides
+        hint = f"{path}.{KEY_DEVICE_SPK}, {KEY_TRT}, {KEY_ALLOW_TF32}"
+        environ, ray_warnings = ray_env_warnings(
+            "the Code2Wav stage", inputs.ray, environ, DECISION_ENV, hint
+        )
     plain = {s.name.rsplit(".", 1)[-1]: s.value for s in (trt, device_spk, tf32) if s.explicit}
-    choice = choose(plain, environ, on_cuda=platform == "cuda")
-    reasons = [Reason("platform", platform, "--platform")]
+    choice = choose(plain, environ, on_cuda=inputs.platform == "cuda")
+    reasons = [Reason("platform", inputs.platform, "--platform")]
     warnings = [*ray_warnings, *choice.problems]
-    return _Ask(platform, extra_path, trt, device_spk, tf32, in_file, environ, choice, reasons, warnings)
+    return _Ask(
+        inputs.platform, path, trt, device_spk, tf32, inputs.in_file, environ, choice, reasons, warnings
+    )
 
 
 def _off_cuda(ask: _Ask, override: Backend | None) -> SpeakerDecision:
