@@ -17,11 +17,12 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from omni_deploy.config.nodes import to_plain
+from omni_deploy.config.stage_process import ray_stages
 from omni_deploy.deployment.model import Deployment
 from omni_deploy.launch.options import LaunchOptions, check_passthrough
 from omni_deploy.launch.plan import LaunchPlan, build_plan
 from omni_deploy.launch.render import RenderedConfig, render_deploy_config
-from omni_deploy.speaker_backend import HostCaps, SpeakerDecision, ray_stages_on, speaker_decision
+from omni_deploy.speaker_backend import HostCaps, SpeakerDecision, speaker_decision
 
 
 @dataclass
@@ -56,7 +57,7 @@ class LaunchSpec:
             or (a == "--distributed-executor-backend" and args[i + 1 : i + 2] == ("ray",))
             for i, a in enumerate(args)
         )
-        return passed or bool(ray_stages_on(self.deployment, self.platform))
+        return passed or bool(ray_stages(self.deployment.on_or_none(self.platform)))
 
     def plan(self, config_path: str, report_dir: str | None = None) -> LaunchPlan:
         """The command that runs the rendered file once it is at `config_path`; `report_dir` is where

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from omni_deploy.integrations.speaker_rules import CPU_ORT, CUDA_TORCH, TENSORRT, Backend
 from omni_deploy.speaker_backend.decision import code2wav_decision
-from omni_deploy.speaker_backend.from_deployment import SpeakerInputs, ray_stages_on, speaker_inputs
+from omni_deploy.speaker_backend.from_deployment import SpeakerInputs, speaker_inputs
 from omni_deploy.speaker_backend.host import (
     VENDOR_TOOLS,
     HostCaps,
@@ -48,7 +48,6 @@ __all__ = [
     "detect_platform",
     "last_server_reports",
     "probe_host",
-    "ray_stages_on",
     "read_report",
     "reference_preparation",
     "speaker_decision",

@@ -69,13 +69,16 @@ def speaker_inputs(deployment: Deployment, platform: str) -> SpeakerInputs:
     else:
         stage, names = model.stage, STAGE_ENV
         extra, path = deployment.connector_extra(model.stage, model.connector)
-    merged = deployment.stages()
     view = deployment.on_or_none(platform) if model is not None or stage is not None else None
-    stages = view.stages if view is not None else ([] if model is None else merged)
+    stages = view.stages if view is not None else ([] if model is None else deployment.stages())
     # CosyVoice3's and GLM-TTS's processor runs in the API server: no stage's env or Ray placement
     # is its own; what each stage's env sets is listed, to be warned about.
     processor = model is not None and model.where == PROCESSOR
-    per_stage = [(_stage_number(s), stage_env([s], _stage_number(s), PROCESSOR_ENV)) for s in stages]
+    per_stage = (
+        [(_stage_number(s), stage_env([s], _stage_number(s), PROCESSOR_ENV)) for s in stages]
+        if processor
+        else []
+    )
     return SpeakerInputs(
         platform=platform,
         pipeline=pipeline,
@@ -84,16 +87,10 @@ def speaker_inputs(deployment: Deployment, platform: str) -> SpeakerInputs:
         extra_path=path,
         in_file={} if processor else stage_env(stages, stage, names),
         ray=ray_stages(view).get(stage) if stage is not None and not processor else None,
-        processor_env=per_stage if processor else [],
+        processor_env=per_stage,
     )
 
 
 def _stage_number(stage: Map) -> object:
     sid = stage.get("stage_id")
     return sid.value if isinstance(sid, Scalar) else None
-
-
-def ray_stages_on(deployment: Deployment, platform: str) -> dict[int, str]:
-    """`config.stage_process.ray_stages` of `deployment`'s view on `platform`; empty where the
-    file cannot apply there."""
-    return ray_stages(deployment.on_or_none(platform))
