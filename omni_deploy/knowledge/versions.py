@@ -1,7 +1,9 @@
 """vllm-omni versions as the knowledge table names them.
 
-"0.30.0" is the newest release on PyPI. Keys seen only on vllm-omni main after it are marked
-"main": a target of "main", or any release after 0.30.0, is taken to read them; 0.30.0 does not.
+RELEASES holds every vllm-omni on PyPI that ships deploy files and that omni-deploy has knowledge of,
+pre-releases included (0.31.0rc1, 0.32.0rc1); RELEASED is the newest final release among them, the
+target when none is named and none is installed. Keys seen only on vllm-omni main after the newest
+release are marked "main": a target of "main", or any version after RELEASES[-1], reads them.
 """
 
 from __future__ import annotations
@@ -12,8 +14,24 @@ from omni_deploy.common.bundled import installed_version
 
 # Releases that ship deploy YAMLs, oldest first: the ones `omni_deploy.knowledge.generate` reads
 # (0.18.0 and older have no deploy/ folder). Add the next release here, then regenerate.
-RELEASES: tuple[str, ...] = ("0.20.0", "0.22.0", "0.24.0", "0.26.0", "0.28.0", "0.30.0")
-RELEASED = RELEASES[-1]
+RELEASES: tuple[str, ...] = (
+    "0.20.0",
+    "0.22.0",
+    "0.24.0",
+    "0.26.0",
+    "0.28.0",
+    "0.30.0",
+    "0.31.0rc1",
+    "0.32.0rc1",
+)
+
+
+def is_final(version: str) -> bool:
+    """A final release: "0.30.0", not "0.32.0rc1" or "0.31.0.dev3"."""
+    return re.fullmatch(r"\d+(\.\d+)*", version) is not None
+
+
+RELEASED = [v for v in RELEASES if is_final(v)][-1]
 MAIN = "main"
 
 
@@ -34,7 +52,7 @@ def reads(since: str, target: str, until: str | None = None) -> bool:
     if until is not None and target == MAIN:
         return False
     if since == MAIN:
-        return target == MAIN or _parts(target) > _parts(RELEASED)
+        return target == MAIN or _parts(target) > _parts(RELEASES[-1])
     return target == MAIN or _parts(target) >= _parts(since)
 
 
