@@ -30,7 +30,13 @@ from omni_deploy.integrations.speaker_rules import (
 from omni_deploy.knowledge.versions import RELEASED
 from omni_deploy.launch.options import LaunchOptions
 from omni_deploy.launch.spec import launch_spec
-from omni_deploy.speaker_backend import HostCaps, Preparation, SpeakerDecision, reference_preparation
+from omni_deploy.speaker_backend import (
+    HostCaps,
+    OwnBehaviour,
+    Preparation,
+    SpeakerDecision,
+    reference_preparation,
+)
 
 
 @dataclass
@@ -41,6 +47,8 @@ class Explanation:
     decisions: dict[str, SpeakerDecision]
     result: dict[str, Any]  # what -o json prints
     preparations: dict[str, Preparation | None] = field(default_factory=dict)
+    own: dict[str, list[OwnBehaviour]] = field(default_factory=dict)  # the release's own Code2Wav
+    release: str = RELEASED  # the vllm-omni release `own` describes
 
 
 def platform_origin(platform: str | None, backend_only: bool) -> str:
@@ -84,14 +92,17 @@ def explain(
         ).decision
         for p in platforms
     }
+    from omni_deploy.knowledge.target import for_host
+    from omni_deploy.speaker_backend import at_release, on_release_device
+
+    reads = for_host(target_version or host.vllm_omni or RELEASED)
     if not host.probed:
         # What the target release's own code can carry out (speaker_backend/reach.py): no Code2Wav stage
         # before 0.26.0, no plugin hook in 0.26.0, no TensorRT switch before 0.28.0.
-        from omni_deploy.knowledge.target import for_host
-        from omni_deploy.speaker_backend import at_release
-
-        reads = for_host(target_version or host.vllm_omni or RELEASED)
         decisions = {p: at_release(d, reads) for p, d in decisions.items()}
+    # Off CUDA the release's own code picks CAM++'s device (torch on the NPU from 0.32.0rc1 on).
+    decisions = {p: on_release_device(d, reads) for p, d in decisions.items()}
+    own = {p: _own(deployment, reads, p, env) for p in platforms}
     result: dict[str, Any] = {
         "file": deployment.name,
         "pipeline": info.name,
@@ -111,7 +122,20 @@ def explain(
         result["platforms"] = {
             p: overview(deployment.on(p), info, extra, decisions[p].speaker_backend) for p in platforms
         }
-    return Explanation(deployment, host, backend_only, decisions, result, preparations)
+    for p in platforms:
+        result["platforms"][p]["vllm_omni_own"] = [b.as_dict() for b in own[p]]
+    return Explanation(deployment, host, backend_only, decisions, result, preparations, own, reads.version)
+
+
+def _own(deployment: Deployment, reads: Any, platform: str, env: dict[str, str]) -> list[OwnBehaviour]:
+    """What the target release's own Code2Wav does with the file on `platform` (MiniCPM-o 4.5 only)."""
+    from omni_deploy.speaker_backend import code2wav_own, speaker_inputs
+
+    if not deployment.pipeline.is_minicpmo:
+        return []
+    inputs = speaker_inputs(deployment, platform)
+    environ = {**env, **{name: var.value for name, var in inputs.in_file.items()}}
+    return code2wav_own(reads, platform, inputs.extra, inputs.extra_path, environ)
 
 
 def _as_dict(preparation: Preparation | None) -> dict[str, Any] | None:
@@ -143,9 +167,11 @@ def as_text(explanation: Explanation) -> str:
             if prep is not None:
                 lines.append(f"  {prep.line()}")
                 lines += [f"  warning: {w}" for w in prep.warnings]
+            lines += _own_lines(explanation, p)
     else:
         for p, data in explanation.result["platforms"].items():
             lines += _overview_lines(p, data)
+            lines += _own_lines(explanation, p)
     from omni_deploy.common.redact import env_shown
     from omni_deploy.config.nodes import env_values
 
@@ -297,6 +323,13 @@ def _decision_lines(platform: str, d: SpeakerDecision) -> list[str]:
         lines += [f"    {f.backend}: {f.how}" for f in d.fallbacks]
     lines += [f"  warning: {w}" for w in d.warnings]
     return lines
+
+
+def _own_lines(explanation: Explanation, platform: str) -> list[str]:
+    own = explanation.own.get(platform)
+    if not own:
+        return []
+    return [f"  vllm-omni {explanation.release}'s own Code2Wav:", *(f"    {b.line()}" for b in own)]
 
 
 def _gib(value: Any) -> str:

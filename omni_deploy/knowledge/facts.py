@@ -81,6 +81,32 @@ FACTS = (
          "Code2Wav reads token2wav_trt (TensorRT token2wav, CUDA only)"),
     Fact("token2wav_trt_env", (_CODE2WAV,), r"MINICPMO_TOKEN2WAV_TRT",
          "Code2Wav reads the environment variable MINICPMO_TOKEN2WAV_TRT"),
+    # Code2Wav's own precision, reference and CAM++ behaviour (explain per release, issue 39).
+    Fact("code2wav_tf32_env", (_CODE2WAV,), r'os\.environ\.get\("MINICPMO_CODE2WAV_TF32"\)',
+         "env MINICPMO_CODE2WAV_TF32, when set and not empty, decides Code2Wav's TF32 matmul policy before any key"),
+    Fact("code2wav_tf32_default_on", (_CODE2WAV,),
+         r'extra\.get\("token2wav_allow_tf32", extra\.get\("code2wav_allow_tf32", True\)\)',
+         "token2wav_allow_tf32, else its alias code2wav_allow_tf32, decides Code2Wav's TF32 matmul policy; on by default"),
+    Fact("code2wav_tf32_default_off", (_CODE2WAV,), r'get\("token2wav_allow_tf32", False\)',
+         "token2wav_allow_tf32 turns TF32 matmuls on for Code2Wav's whole forward; off by default"),
+    Fact("code2wav_tf32_cuda_only", (_CODE2WAV,), r'_tf32_mode\(extra\) if current_omni_platform\.is_cuda\(\) else "off"',
+         "the CFM's TF32 policy applies on CUDA only; other platforms run it off"),
+    Fact("ref_prefetch", (_CODE2WAV,), r'extra\.get\("token2wav_ref_prefetch", True\)',
+         "token2wav_ref_prefetch (default on): a new request's reference voice is prepared in idle steps after it "
+         "arrives, before its chunk 0"),
+    Fact("ref_prefetch_setup", (_CODE2WAV,), r'extra\.get\("token2wav_ref_prefetch_setup", False\)',
+         "token2wav_ref_prefetch_setup (default off): the idle prefetch also runs the flow set-up, not just the prompt"),
+    Fact("ref_prefetch_max_waiters", (_CODE2WAV,), r'extra\.get\("token2wav_ref_prefetch_max_waiters", 1\)',
+         "token2wav_ref_prefetch_max_waiters (default 1): the idle prefetch runs only while at most this many are queued"),
+    Fact("npu_device_spk", (_CODE2WAV,), r"token2wav\.enable_device_spk_embedding\(\)",
+         "on NPU, Code2Wav runs CAM++ in torch on the device (weights from campplus.onnx), not in ONNX Runtime",
+         after=r"elif current_omni_platform\.is_npu\(\):"),
+    Fact("campplus_session_lazy", (_TOKEN2WAV,), r"if self\._spk_model is None:",
+         "the CPU ONNX Runtime session for campplus.onnx is built on first use only: a device path installed "
+         "at build never allocates it"),
+    Fact("campplus_session_eager", (_TOKEN2WAV,), r"^        self\._spk_model = onnxruntime\.InferenceSession\(",
+         "the CPU ONNX Runtime session for campplus.onnx is built with the token2wav models when they load, "
+         "also where a device path replaces it"),
     # Memory: what a stage's KV budget and memory request come to (issue 31).
     Fact("kv_budget_exact", ("vllm_omni/worker/base.py",),
          r"if kv_cache_memory_bytes := self\.cache_config\.kv_cache_memory_bytes",

@@ -24,6 +24,7 @@ from omni_deploy.speaker_backend.host import (
 from omni_deploy.speaker_backend.other_models import model_decision
 from omni_deploy.speaker_backend.reach import at_release
 from omni_deploy.speaker_backend.refprep import Preparation, reference_preparation
+from omni_deploy.speaker_backend.release_own import NPU_TORCH, OwnBehaviour, code2wav_own, on_release_device
 from omni_deploy.speaker_backend.server_report import read_report, summary_lines
 from omni_deploy.speaker_backend.types import NOT_APPLICABLE, UNKNOWN, Fallback, Reason, SpeakerDecision
 
@@ -34,19 +35,23 @@ __all__ = [
     "CPU_ORT",
     "CUDA_TORCH",
     "NOT_APPLICABLE",
+    "NPU_TORCH",
     "TENSORRT",
     "UNKNOWN",
     "VENDOR_TOOLS",
     "Fallback",
     "HostCaps",
+    "OwnBehaviour",
     "Preparation",
     "Reason",
     "SpeakerDecision",
     "SpeakerInputs",
     "assumed_host",
     "at_release",
+    "code2wav_own",
     "detect_platform",
     "last_server_reports",
+    "on_release_device",
     "probe_host",
     "read_report",
     "reference_preparation",

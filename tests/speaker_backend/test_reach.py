@@ -34,7 +34,7 @@ def _cuda(capsys: pytest.CaptureFixture[str], version: str) -> dict:  # type: ig
 
 
 def test_every_release_with_minicpmo_is_covered() -> None:
-    assert WITH_MINICPMO == ["0.22.0", "0.24.0", "0.26.0", "0.28.0", "0.30.0"]
+    assert WITH_MINICPMO == ["0.22.0", "0.24.0", "0.26.0", "0.28.0", "0.30.0", "0.31.0rc1", "0.32.0rc1"]
 
 
 @pytest.mark.parametrize("version", WITH_MINICPMO)

@@ -29,7 +29,7 @@ def test_bundled_files(capsys: pytest.CaptureFixture[str], args: list[str]) -> N
     }  # fmt: skip
     cuda = json.loads(result.out)["platforms"]["cuda"]
     assert set(cuda) == {"speaker_backend", "provider", "weights_dtype", "inputs_dtype", "matmul_tf32", "cudnn_tf32",
-                         "reasons", "fallbacks", "warnings", "reference_preparation"}  # fmt: skip
+                         "reasons", "fallbacks", "warnings", "reference_preparation", "vllm_omni_own"}  # fmt: skip
     assert all({"setting", "value", "origin"} == set(r) for r in cuda["reasons"])
     text = run_cli(capsys, "explain", "--backend", *args, "--target-version", "0.30.0")
     assert "cuda: cuda-torch" in text.out and "rocm: cpu-onnxruntime" in text.out
