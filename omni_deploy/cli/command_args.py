@@ -25,6 +25,13 @@ class DiffArgs:
         default="text",
         help="text for people, json for programs (docs/json-output.md).",
     )
+    target_version: str | None = option(
+        "--target-version",
+        metavar="OLD..NEW",
+        default=None,
+        help="Compare one FILE as vllm-omni OLD and NEW see it (two releases omni-deploy knows): values "
+        "from the bases each release bundles, defaults, findings, Code2Wav behaviour.",
+    )
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -124,3 +124,23 @@ def bundled_candidates(name: str) -> list[Path]:
         if folder is not None and (folder / name).is_file():
             found.append(folder / name)
     return found
+
+
+def _release_cache() -> Path:
+    """Where `python -m omni_deploy.knowledge.generate` keeps the unpacked release wheels."""
+    return Path(os.environ.get("OMNI_DEPLOY_TEST_CACHE", _PACKAGE_DIR.parent / ".cache"))
+
+
+def release_deploy_dir(version: str) -> Path | None:
+    """The deploy folder vllm-omni `version` itself ships: the installed package's when that is
+    the version, else the release's unpacked wheel in the knowledge cache; None where neither is here."""
+    root = installed_vllm_omni_dir()
+    if root is not None and (root / "deploy").is_dir() and installed_version("vllm-omni") == version:
+        return root / "deploy"
+    cached = _release_cache() / f"vllm_omni-{version}" / "vllm_omni" / "deploy"
+    return cached if cached.is_dir() else None
+
+
+def is_vllm_omni_bundled(path: Path) -> bool:
+    """Whether `path` is a file of a vllm-omni deploy folder (…/vllm_omni/deploy/NAME)."""
+    return path.parent.name == "deploy" and path.parent.parent.name == "vllm_omni"

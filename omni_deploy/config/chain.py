@@ -9,6 +9,7 @@ refused: the bundled files chain two or three deep, and a long chain only costs 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -80,12 +81,19 @@ def _tried(path: Path, requested_by: Scalar) -> str:
 
 
 def resolve_file(
-    path: Path, env: dict[str, str] | None = None, text: str | bytes | None = None, *, named: bool = True
+    path: Path,
+    env: dict[str, str] | None = None,
+    text: str | bytes | None = None,
+    *,
+    named: bool = True,
+    rebase: Callable[[Path], Path] | None = None,
 ) -> Resolved:
     """Load `path` (or `text`, named `path`, for stdin) and every base below it, then merge bottom-up.
 
     `named`: the user named the top file outright, so a pipe there is read (guarded.read_bytes);
-    files found in folders and every base must be regular files."""
+    files found in folders and every base must be regular files. `rebase`: where each base really
+    is read from (`diff --target-version OLD..NEW` reads a base vllm-omni bundles from that release's
+    own deploy folder); None: where base_config names it."""
     chain: list[Path] = []
     documents: dict[Path, Map] = {}
     bases: list[tuple[Path, Map]] = []
@@ -123,7 +131,7 @@ def resolve_file(
         bases.append((current, retag(body, layer)))  # type: ignore[arg-type]
         if found is None:
             break
-        current, requested_by = found
+        current, requested_by = (rebase(found[0]), found[1]) if rebase is not None else found
     report = MergeReport()
     merged = bases[-1][1]
     for _, overlay in reversed(bases[:-1]):

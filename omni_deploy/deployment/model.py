@@ -51,7 +51,7 @@ Neighbours of this module, also from issue 11:
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -79,6 +79,7 @@ class Deployment:
         env: dict[str, str] | None = None,
         text: str | bytes | None = None,
         named: bool = True,
+        rebase: Callable[[Path], Path] | None = None,
     ) -> Deployment:
         """Find the file, resolve its base_config chain and tell its pipeline (raises ConfigError).
 
@@ -86,7 +87,7 @@ class Deployment:
         resolved from `name`'s folder.
         """
         top = Path(name) if text is not None else locate_top_file(name)
-        resolved = resolve_file(top, env, text, named=named)
+        resolved = resolve_file(top, env, text, named=named, rebase=rebase)
         return cls(name, resolved, identify(resolved.config, resolved.chain, pipeline))
 
     @property

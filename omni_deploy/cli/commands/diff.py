@@ -28,20 +28,29 @@ def _where(node: Any) -> str:
     return for_terminal(node.origin)
 
 
-@click.command(short_help="What a server would see differently in two files.")
+@click.command(short_help="What a server would see differently in two files, or after an upgrade.")
 @click.argument("a", metavar="A", type=click.Path(dir_okay=False))
-@click.argument("b", metavar="B", type=click.Path(dir_okay=False))
+@click.argument("b", metavar="[B]", type=click.Path(dir_okay=False), required=False)
 @options_from(DiffArgs)
-def diff(a: str, b: str, **kwargs: Any) -> int:
+def diff(a: str, b: str | None, **kwargs: Any) -> int:
     """Show the effective difference of deploy files A and B: each value that differs after the
     base_config chains are merged and the platform applied, with both values and the file:line
     each came from.
 
+    With --target-version OLD..NEW and one FILE (A): what a server of that file sees differently
+    after upgrading vllm-omni from OLD to NEW: values from the bases each release bundles
+    (minicpmo_4_5.yaml and the like, read from that release's own deploy folder), defaults that
+    changed for keys the file leaves unset, keys no longer or newly read and values newly refused
+    (validate's findings that one release gives only), and what vllm-omni's own Code2Wav does
+    differently (TF32, reference prefetch, CAM++'s device).
+
     Stages are matched by stage_id, not by position. Exit 0 when the two are the same, 1 when they
     differ, 2 when a file cannot be loaded (like `diff`).
 
-    Example (what the benchmark overlay changes in the bundled turn profile):
+    Examples (what the benchmark overlay changes in the bundled turn profile; what upgrading from
+    0.31.0rc1 to 0.32.0rc1 changes for vllm-omni's own turn profile):
     omni-deploy diff deploy/minicpmo_4_5_turn.yaml deploy/turn-bench.yaml
+    omni-deploy diff --target-version 0.31.0rc1..0.32.0rc1 minicpmo_4_5_turn.yaml
     """
     from omni_deploy.common.errors import ConfigError
     from omni_deploy.config.diff import ADDED, CHANGED, REMOVED, diff_configs
@@ -49,6 +58,14 @@ def diff(a: str, b: str, **kwargs: Any) -> int:
 
     args = DiffArgs(**picked(DiffArgs, kwargs))
     applied = None if args.platform == "none" else args.platform
+    if args.target_version is not None:
+        if b is not None:
+            raise click.UsageError("--target-version OLD..NEW compares one FILE; give A only")
+        from omni_deploy.cli.commands.diff_upgrade import upgrade
+
+        return upgrade(a, args.target_version, applied, args.fmt)
+    if b is None:
+        raise click.UsageError("give two files A and B, or one FILE with --target-version OLD..NEW")
     try:
         left, right = Deployment.load(a), Deployment.load(b)
         configs = [d.on(applied).config if applied else d.config for d in (left, right)]
