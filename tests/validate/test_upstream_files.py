@@ -11,6 +11,7 @@ from omni_deploy.knowledge.generate import wheel_tree
 from omni_deploy.knowledge.versions import RELEASES
 from omni_deploy.validate.context import Options
 from omni_deploy.validate.runner import validate_file
+from tests.support.profiles import by_release
 
 pytestmark = pytest.mark.upstream
 ROOT = Path(__file__).resolve().parents[2]
@@ -107,7 +108,7 @@ def test_overlay_sum_points_at_the_overlay() -> None:
     assert "stage 2 0.9 at minicpmo_4_5_8x4090.yaml:" in finding.message
 
 
-def test_project_deploy_files_pass_strict() -> None:
-    for path in sorted((ROOT / "deploy").glob("*.yaml")):
-        report = validate_file(str(path), Options(target_version="0.30.0", strict=True))
-        assert report.valid, [f.text() for f in report.findings]
+@pytest.mark.parametrize(("path", "release"), by_release())
+def test_project_deploy_files_pass_strict(path: Path, release: str) -> None:
+    report = validate_file(str(path), Options(target_version=release, strict=True))
+    assert report.valid, [f.text() for f in report.findings]

@@ -9,6 +9,7 @@ import pytest
 import yaml
 
 from tests.support.cli import run_cli
+from tests.support.profiles import by_release
 
 ROOT = Path(__file__).resolve().parents[3]
 NEG = ROOT / "tests" / "data" / "validate" / "negative"
@@ -77,9 +78,12 @@ def test_strict_fails_on_warnings_and_ignore_silences(capsys: pytest.CaptureFixt
     assert run_cli(capsys, *args, "--ignore", "bogus").code == 2
 
 
-def test_bundled_deploy_files_pass_strict(capsys: pytest.CaptureFixture[str]) -> None:
-    files = [str(p) for p in sorted((ROOT / "deploy").glob("*.yaml"))]
-    result = run_cli(capsys, "validate", "--strict", "--target-version", "0.30.0", *files)
+@pytest.mark.parametrize(("path", "release"), by_release())
+def test_bundled_deploy_files_pass_strict(
+    capsys: pytest.CaptureFixture[str], path: Path, release: str
+) -> None:
+    """Each profile of deploy/ against the release its first line names."""
+    result = run_cli(capsys, "validate", "--strict", "--target-version", release, str(path))
     assert result.code == 0, result.out
 
 
