@@ -12,7 +12,7 @@ from omni_deploy.common import codes
 from omni_deploy.deployment.model import Deployment
 from omni_deploy.knowledge.pipelines import infer_registered
 from omni_deploy.validate.context import Context, Options
-from omni_deploy.validate.findings import Finding, at
+from omni_deploy.validate.findings import ERROR, INFO, Finding, at
 from omni_deploy.validate.rules import emits
 from omni_deploy.validate.server_check.locate import places
 from omni_deploy.validate.server_check.run import (
@@ -28,6 +28,14 @@ from omni_deploy.validate.server_check.run import (
 )
 
 _HINT = "found by running vllm-omni's own start-up config code (the server check)"
+# The static tier's codes that claim vllm-omni refuses the file at start-up (or its connector
+# set-up fails), and E201, a value of a type the static schema does not take: where the server
+# check ran the release's own start-up code on the file and it raised nothing, the code's word
+# stands and these become infos that say the static rule disagrees.
+STATIC_STARTUP_CODES = frozenset(
+    {"E123", "E124", "E130", "E201", "E304", "E311", "E315", "E316", "E317", "E319", "E330", "E334",
+     "E335", "E370", "E373"}
+)  # fmt: skip
 
 
 def job_for(deployment: Deployment, options: Options) -> Job:
@@ -41,8 +49,20 @@ def job_for(deployment: Deployment, options: Options) -> Job:
     ):
         pipeline = deployment.pipeline.name
     if pipeline is None and deployment.pipeline.name is None:
-        pipeline = infer_registered(deployment.chain, version=options.target_version)
+        pipeline = infer_registered(
+            deployment.chain, _registered(options.target_version), version=options.target_version
+        )
     return Job(deployment.name, deployment.top.resolve(), tuple(platforms), pipeline, options.model)
+
+
+def _registered(version: str) -> frozenset[str]:
+    """The pipelines the target release's registry has (its facts, read from its wheel), else
+    0.30.0's: a file named after a pipeline 0.32.0rc1 added (fish_omni, vibevoice) is that one."""
+    from omni_deploy.knowledge.pipelines import REGISTERED
+    from omni_deploy.knowledge.target import facts_data
+
+    entry = facts_data()["versions"].get(version)
+    return frozenset(entry["pipelines"]) if entry and entry.get("pipelines") else REGISTERED
 
 
 def run_server_check(deployments: list[Deployment], options: Options) -> ServerRun | None:
@@ -202,3 +222,24 @@ def check_server(ctx: Context) -> list[Finding]:
             at(None, ctx.file, code, "$", f"the server check could not decide this file: {verdict.undecided}")
         )
     return out
+
+
+def settled_by_server(findings: list[Finding], server: ServerRun | None, name: str) -> list[Finding]:
+    """`findings` with the static start-up errors made infos where the server check decided the file
+    `name` and the release's own start-up code raised nothing on any platform it ran: then the
+    code is the last word (issue 39: an E201 on a `quantization` mapping 0.32.0rc1 accepts)."""
+    verdict = server.verdicts.get(name) if server is not None and server.ran else None
+    if verdict is None or not verdict.decided or verdict.refusals or not verdict.platforms:
+        return findings
+    from dataclasses import replace
+
+    accepted = (
+        f"vllm-omni {server.version}'s own start-up config code accepts this file on "  # type: ignore[union-attr]
+        f"{', '.join(sorted(set(verdict.platforms)))} (server check): the static rule disagrees"
+    )
+    return [
+        replace(f, severity=INFO, message=f"{f.message}; {accepted}")
+        if f.code in STATIC_STARTUP_CODES and f.severity == ERROR
+        else f
+        for f in findings
+    ]

@@ -27,7 +27,7 @@ from omni_deploy.validate.check_multi_node import check_multi_node
 from omni_deploy.validate.check_owners import check_stage_owners
 from omni_deploy.validate.check_pipeline import check_async_chunk, check_pipeline_release
 from omni_deploy.validate.check_platform import check_platform_readers, check_platform_rules
-from omni_deploy.validate.check_server import check_server, run_server_check
+from omni_deploy.validate.check_server import check_server, run_server_check, settled_by_server
 from omni_deploy.validate.check_shadowed import check_shadowed_flat_keys
 from omni_deploy.validate.check_topology import (
     check_connectors,
@@ -157,6 +157,7 @@ def validate_deployment(
             continue
         require_declared(check, (f.code for f in found))
         report.findings.extend(found)
+    report.findings = settled_by_server(report.findings, server, name)
     texts = {} if text is None else {name: text}
     # A base file's own `# omni-deploy: ignore[...]` comments count wherever it is reached from:
     # suppressed at the base's line first, then moved to the named file (and its comments) if kept.

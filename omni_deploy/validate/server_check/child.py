@@ -128,7 +128,9 @@ class _Release:
             self.omni_config = omni_config
         self.path = "typed_config" if self.omni_config is not None else "merge_pipeline_deploy"
 
-    def pipeline(self, name: str | None, model: str | None) -> Any:
+    def pipelines(self, name: str | None, model: str | None) -> list[Any]:
+        """The pipeline the server would run: one, or, for a resolver (a function of the model's
+        config, e.g. qwen3_omni_moe) without the model's config, every pipeline it can return."""
         if name is None:
             raise LookupError("no pipeline: the file names none and omni-deploy could not infer one")
         if name not in self.registry:
@@ -138,24 +140,56 @@ class _Release:
             )
         module, attribute = self.registry[name]
         found = getattr(importlib.import_module(module), attribute)
-        if callable(found) and not hasattr(found, "stages"):
-            found = found(_hf_config(model))
-            if found is None:
-                raise LookupError(f"pipeline {name!r} needs the model's config to resolve (--model)")
-        return found
+        if not callable(found) or hasattr(found, "stages"):
+            return [found]
+        config = _hf_config(model)
+        try:
+            resolved = found(config)  # some resolvers take None (cosyvoice3: the default pipeline)
+        except Exception:
+            if config is not None:
+                raise
+            resolved = None  # qwen3_omni_moe reads hf_config.enable_audio_output: it needs one
+        if resolved is not None:
+            return [resolved]
+        candidates = _returned(found) if config is None else []
+        if not candidates:
+            raise LookupError(f"pipeline {name!r} needs the model's config to resolve (--model)")
+        return candidates
 
     def check(self, job: dict[str, Any], platform: str, out: dict[str, Any]) -> None:
         file, model = job["file"], job.get("model") or "omni-deploy/server-check"
         out["steps"].append("load")
         deploy = self.stage_config.load_deploy_config(file)
         out["steps"].append("pipeline")
-        pipeline = self.pipeline(deploy.pipeline or job.get("pipeline"), job.get("model"))
-        out["pipeline"] = getattr(pipeline, "model_type", None)
+        name = deploy.pipeline or job.get("pipeline")
+        candidates = self.pipelines(name, job.get("model"))
+        out["pipeline"] = getattr(candidates[0], "model_type", None)
         out["stages"] = {
             str(s.stage_id): getattr(getattr(s, "execution_type", None), "value", None)
-            for s in pipeline.stages
+            for s in candidates[0].stages
         }
         out["steps"].append("typed_config")
+        raised: list[BaseException | None] = []
+        for pipeline in candidates:
+            try:
+                self._typed(pipeline, deploy, file, model, platform)
+                raised.append(None)
+            except Exception as exc:
+                raised.append(exc)
+        verdicts = {None if e is None else (type(e).__name__, str(e)) for e in raised}
+        if len(verdicts) > 1:
+            # A resolver's pipelines disagree: only the model's config can tell which one runs.
+            said = "; ".join(
+                f"{getattr(p, 'model_type', '?')}: {'starts' if e is None else type(e).__name__}"
+                for p, e in zip(candidates, raised, strict=True)
+            )
+            raise LookupError(f"pipeline {name!r} needs the model's config to resolve (--model): {said}")
+        if raised[0] is not None:
+            raise raised[0]
+        if len(candidates) > 1:
+            out["resolved_by"] = "every pipeline the resolver can return gives this verdict"
+
+    def _typed(self, pipeline: Any, deploy: Any, file: str, model: str, platform: str) -> None:
         apply = functools.partial(self.stage_config._apply_platform_overrides, platform=platform)
         if self.omni_config is not None:
             original = self.omni_config._apply_platform_overrides
@@ -200,6 +234,28 @@ def _run_job(release: _Release, job: dict[str, Any], platform: str, transfer: bo
             out["swallowed"].append(_error(exc, "transfer_config", release.root))
     out["seconds"] = round(time.monotonic() - started, 3)
     return out
+
+
+def _returned(resolver: Any) -> list[Any]:
+    """The pipelines a resolver function returns by name (`return QWEN3_OMNI_PIPELINE`), read from
+    its source and looked up in its module; empty where one return is anything else."""
+    import ast
+    import inspect
+    import textwrap
+
+    try:
+        resolver = inspect.unwrap(resolver)  # under @pipeline_cfg_resolver (0.32.0rc1), the function itself
+        tree = ast.parse(textwrap.dedent(inspect.getsource(resolver)))
+    except (OSError, TypeError, SyntaxError, ValueError):
+        return []
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Return):
+            value = resolver.__globals__.get(node.value.id) if isinstance(node.value, ast.Name) else None
+            if value is None or not hasattr(value, "stages"):
+                return []
+            found.append(value)
+    return list({id(p): p for p in found}.values())
 
 
 def main() -> int:

@@ -58,7 +58,9 @@ def test_capacities_inherited_from_the_bundled_base_change(capsys: pytest.Captur
     behaviour = {(b["platform"], b["topic"]): b for b in upgrade["behaviour"]}
     tf32 = behaviour[("cuda", "tf32")]
     assert (tf32["old"]["value"], tf32["new"]["value"]) == (False, True)
-    assert tf32["new"]["at"].startswith("vllm_omni/model_executor/models/minicpmo_4_5/minicpmo_4_5_code2wav.py:")
+    assert tf32["new"]["at"].startswith(
+        "vllm_omni/model_executor/models/minicpmo_4_5/minicpmo_4_5_code2wav.py:"
+    )
     assert behaviour[("cuda", "reference_prefetch")]["new"]["value"] is True
 
 
@@ -73,7 +75,9 @@ def test_text_names_both_releases_and_the_tf32_default(capsys: pytest.CaptureFix
     assert "code2wav.token2wav_ref_prefetch: not read by 0.31.0rc1 -> True" in out
 
 
-def test_async_chunk_default_changes_for_a_file_that_leaves_it_unset(capsys: pytest.CaptureFixture[str]) -> None:
+def test_async_chunk_default_changes_for_a_file_that_leaves_it_unset(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     result = run_cli(capsys, "diff", "--target-version", "0.30.0..0.32.0rc1", str(DATA / "no_async_chunk.yaml"),
                      "-o", "json")  # fmt: skip
     assert result.code == 1, result.err
@@ -91,7 +95,9 @@ def test_values_newly_refused_and_keys_no_longer_read(capsys: pytest.CaptureFixt
     assert ("W310", "micro_batch_size") in gone and ("W310", "cfm_graph_precapture") in gone
 
 
-def test_same_release_is_identical_and_bad_ranges_are_usage_errors(capsys: pytest.CaptureFixture[str]) -> None:
+def test_same_release_is_identical_and_bad_ranges_are_usage_errors(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     turn = _bundled("0.32.0rc1", "minicpmo_4_5_turn.yaml")
     same = run_cli(capsys, "diff", "--target-version", "0.32.0rc1..0.32.0rc1", turn)
     assert same.code == 0 and same.out.splitlines()[-1] == "identical"
@@ -103,7 +109,9 @@ def test_same_release_is_identical_and_bad_ranges_are_usage_errors(capsys: pytes
     assert run_cli(capsys, "diff", turn).code == 2
 
 
-def test_a_base_the_old_release_does_not_ship_is_trouble_not_a_crash(capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_base_the_old_release_does_not_ship_is_trouble_not_a_crash(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     """0.30.0 ships no minicpmo_4_5_turn_mrv2.yaml: exit 2 with the path tried."""
     mrv2 = _bundled("0.32.0rc1", "minicpmo_4_5_turn_mrv2_h200.yaml")
     result = run_cli(capsys, "diff", "--target-version", "0.30.0..0.32.0rc1", mrv2)
