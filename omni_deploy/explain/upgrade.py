@@ -25,7 +25,6 @@ from omni_deploy.config.diff import Change, diff_configs
 from omni_deploy.config.nodes import Map
 from omni_deploy.deployment.model import Deployment
 from omni_deploy.knowledge.target import KeyRead, TargetReads, release_reads
-from omni_deploy.validate.findings import Finding
 
 # Places whose unset keys a server of this file meets (the others need a section the file has).
 _ALWAYS = ("top", "stage")
@@ -83,8 +82,8 @@ class UpgradeDiff:
     platform: str | None
     config: list[Change] = field(default_factory=list)
     defaults: list[DefaultChange] = field(default_factory=list)
-    refused: list[Finding] = field(default_factory=list)  # findings only NEW gives
-    cleared: list[Finding] = field(default_factory=list)  # findings only OLD gives
+    refused: list[Any] = field(default_factory=list)  # validate's findings only NEW gives
+    cleared: list[Any] = field(default_factory=list)  # validate's findings only OLD gives
     behaviour: list[BehaviourChange] = field(default_factory=list)
 
     @property
@@ -155,7 +154,7 @@ def _meets(read: KeyRead | None) -> bool:
 _VERSION = re.compile(r"\b\d+\.\d+\.\d+(?:rc\d+)?\b")
 
 
-def _key(finding: Finding) -> tuple[str, str, str, str]:
+def _key(finding: Any) -> tuple[str, str, str, str]:
     """A finding as both releases would give it: its code, place and message with versions masked."""
     from pathlib import PurePath
 
@@ -163,9 +162,7 @@ def _key(finding: Finding) -> tuple[str, str, str, str]:
     return finding.code, PurePath(finding.file).name, finding.path, message
 
 
-def finding_changes(
-    old_findings: list[Finding], new_findings: list[Finding]
-) -> tuple[list[Finding], list[Finding]]:
+def finding_changes(old_findings: list[Any], new_findings: list[Any]) -> tuple[list[Any], list[Any]]:
     """(findings only NEW gives, findings only OLD gives); infos left out (they say nothing refused)."""
     a = {_key(f): f for f in old_findings if f.severity != "info"}
     b = {_key(f): f for f in new_findings if f.severity != "info"}
@@ -198,22 +195,20 @@ def upgrade_diff(
     new: str,
     platform: str | None,
     env: dict[str, str],
+    old_findings: list[Any],
+    new_findings: list[Any],
 ) -> UpgradeDiff:
-    """What changes for a server of this file when vllm-omni `old` is replaced by `new`."""
+    """What changes for a server of this file when vllm-omni `old` is replaced by `new`;
+    `old_findings`/`new_findings`: validate's findings on each load at its release (the caller
+    validates: explain does not import validate)."""
     from omni_deploy.speaker_backend import code2wav_own, speaker_inputs
-    from omni_deploy.validate.context import Options
-    from omni_deploy.validate.runner import validate_deployment
 
     configs = [d.on(platform).config if platform else d.config for d in (old_deployment, new_deployment)]
     result = UpgradeDiff(old, new, platform, config=diff_configs(*configs))
     old_reads, new_reads = release_reads(old), release_reads(new)
     result.defaults = default_changes(new_deployment, old_reads, new_reads)
     platforms = (platform,) if platform else None
-    findings = [
-        validate_deployment(d, Options(target_version=v, platforms=platforms)).findings
-        for d, v in ((old_deployment, old), (new_deployment, new))
-    ]
-    result.refused, result.cleared = finding_changes(findings[0], findings[1])
+    result.refused, result.cleared = finding_changes(old_findings, new_findings)
     own: list[dict[str, list[Any]]] = []
     for deployment, reads in ((old_deployment, old_reads), (new_deployment, new_reads)):
         per: dict[str, list[Any]] = {}

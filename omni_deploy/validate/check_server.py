@@ -28,14 +28,21 @@ from omni_deploy.validate.server_check.run import (
 )
 
 _HINT = "found by running vllm-omni's own start-up config code (the server check)"
-# The static tier's codes that claim vllm-omni refuses the file at start-up (or its connector
-# set-up fails), and E201, a value of a type the static schema does not take: where the server
-# check ran the release's own start-up code on the file and it raised nothing, the code's word
-# stands and these become infos that say the static rule disagrees.
+# The static tier's codes that claim vllm-omni refuses the file in a step the server check runs
+# (load, pipeline, typed config, connector set-up: not E373, which a platform's Code2Wav raises when
+# it builds): where the check ran the release's own code on the file and it raised nothing, the
+# code's word stands and these become infos that say the static rule disagrees. So does E201, a
+# value of a type the static schema does not take, on a stage's engine keys (the typed config
+# types those; a connector's extra is read only when its stage builds).
 STATIC_STARTUP_CODES = frozenset(
-    {"E123", "E124", "E130", "E201", "E304", "E311", "E315", "E316", "E317", "E319", "E330", "E334",
-     "E335", "E370", "E373"}
+    {"E123", "E124", "E130", "E304", "E311", "E315", "E316", "E317", "E319", "E330", "E334", "E335", "E370"}
 )  # fmt: skip
+
+
+def _typed_by_the_check(finding: Finding) -> bool:
+    if finding.code in STATIC_STARTUP_CODES:
+        return True
+    return finding.code == "E201" and finding.path.startswith("$.stages") and ".extra" not in finding.path
 
 
 def job_for(deployment: Deployment, options: Options) -> Job:
@@ -239,7 +246,7 @@ def settled_by_server(findings: list[Finding], server: ServerRun | None, name: s
     )
     return [
         replace(f, severity=INFO, message=f"{f.message}; {accepted}")
-        if f.code in STATIC_STARTUP_CODES and f.severity == ERROR
+        if _typed_by_the_check(f) and f.severity == ERROR
         else f
         for f in findings
     ]

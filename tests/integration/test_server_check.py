@@ -36,6 +36,10 @@ pytestmark = pytest.mark.vllm
 VERSION = importlib.metadata.version("vllm-omni")
 BUNDLED = sorted((Path(sys.modules["vllm_omni"].__file__).parent / "deploy").glob("*.yaml"))  # type: ignore[arg-type]
 CASES = [c for c in cases() if (c.target or VERSION) == VERSION and c.server_decides]
+# What the static tier says the check's own steps (load, pipeline, typed config, connector set-up)
+# refuse: not E373, which a platform's Code2Wav raises when it builds (no step of the check builds a
+# model), as 0.32.0rc1's minicpmo_4_5_duplex_h200.yaml shows on npu.
+CHECKED_CODES = STARTUP_CODES - {"E373"}
 
 
 def _options(path: Path) -> Options:
@@ -101,7 +105,14 @@ def test_a_null_extra_is_cited_at_the_line_that_raised(case: Case) -> None:
         m.group(1) for f in report.findings if f.code == "E396" for m in [_CITED.search(f.message)] if m
     }
     cited = {m.group(1) for f in report.findings if f.code == "E335" for m in [_CITED.search(f.message)] if m}
-    assert raised and cited == raised and case.upstream.startswith(next(iter(raised))), (raised, cited)
+    assert raised and cited == raised, (raised, cited)
+    # The case names 0.30.0's line; on another release the raising line must be its own dict(extra).
+    rel, _, line = next(iter(raised)).rpartition(":")
+    package = Path(sys.modules["vllm_omni"].__file__).parents[1]  # type: ignore[arg-type]
+    code = (package / rel).read_text(encoding="utf-8").splitlines()[int(line) - 1]
+    assert "extra = dict(conn_" in code and '.get("extra", {}))' in code, code
+    if (case.target or "0.30.0") == VERSION:
+        assert case.upstream.startswith(next(iter(raised))), (case.upstream, raised)
 
 
 def test_enough_cases_are_decided_by_both() -> None:
@@ -121,7 +132,7 @@ def _bundled_verdicts() -> tuple[list[str], dict[str, str]]:
             (f.file, f.line) for f in report.findings if f.code in SERVER_CODES and f.severity == "error"
         }
         static = {
-            (f.file, f.line) for f in alone.findings if f.code in STARTUP_CODES and f.severity == "error"
+            (f.file, f.line) for f in alone.findings if f.code in CHECKED_CODES and f.severity == "error"
         }
         if server != static:
             disagree.append(f"{path.name}: server {sorted(server)} static {sorted(static)}\n" +
@@ -129,7 +140,7 @@ def _bundled_verdicts() -> tuple[list[str], dict[str, str]]:
                                        if f.severity == "error"))  # fmt: skip
         # Where the release's own start-up code accepts the file, no start-up error is left standing.
         claimed = {
-            (f.file, f.line) for f in report.findings if f.code in STARTUP_CODES and f.severity == "error"
+            (f.file, f.line) for f in report.findings if f.code in CHECKED_CODES and f.severity == "error"
         }
         if not server and claimed:
             disagree.append(

@@ -47,10 +47,10 @@ def diff(a: str, b: str | None, **kwargs: Any) -> int:
     Stages are matched by stage_id, not by position. Exit 0 when the two are the same, 1 when they
     differ, 2 when a file cannot be loaded (like `diff`).
 
-    Examples (what the benchmark overlay changes in the bundled turn profile; what upgrading from
-    0.31.0rc1 to 0.32.0rc1 changes for vllm-omni's own turn profile):
+    Examples (what the benchmark overlay changes in the bundled turn profile; what upgrading
+    changes for a file on vllm-omni's bundled minicpmo_4_5.yaml):
     omni-deploy diff deploy/minicpmo_4_5_turn.yaml deploy/turn-bench.yaml
-    omni-deploy diff --target-version 0.31.0rc1..0.32.0rc1 minicpmo_4_5_turn.yaml
+    omni-deploy diff --target-version 0.30.0..0.32.0rc1 my-profile.yaml
     """
     from omni_deploy.common.errors import ConfigError
     from omni_deploy.config.diff import ADDED, CHANGED, REMOVED, diff_configs
@@ -61,7 +61,7 @@ def diff(a: str, b: str | None, **kwargs: Any) -> int:
     if args.target_version is not None:
         if b is not None:
             raise click.UsageError("--target-version OLD..NEW compares one FILE; give A only")
-        from omni_deploy.cli.commands.diff_upgrade import upgrade
+        from omni_deploy.cli.upgrade_diff import upgrade
 
         return upgrade(a, args.target_version, applied, args.fmt)
     if b is None:

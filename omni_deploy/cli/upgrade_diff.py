@@ -1,4 +1,5 @@
-"""`omni-deploy diff --target-version OLD..NEW FILE`: one file as two vllm-omni releases see it.
+"""`omni-deploy diff --target-version OLD..NEW FILE`: one file as two vllm-omni releases see it
+(the I/O edge: loading, validating each side, printing; explain/upgrade.py compares).
 
 Each release's bundled bases are read from that release's own deploy folder (the installed
 package when it is that release, else its wheel in the knowledge cache, fetched with `pip download
@@ -75,11 +76,18 @@ def load_as(name: str, version: str) -> Any:
 def upgrade(name: str, spec: str, platform: str | None, fmt: str) -> int:
     from omni_deploy.common.errors import ConfigError
     from omni_deploy.explain.upgrade import upgrade_diff
+    from omni_deploy.validate.context import Options
+    from omni_deploy.validate.runner import validate_deployment
 
     old, new = versions(spec)
+    platforms = (platform,) if platform else None
     try:
         left, right = load_as(name, old), load_as(name, new)
-        result = upgrade_diff(left, right, old, new, platform, dict(os.environ))
+        findings = [
+            validate_deployment(d, Options(target_version=v, platforms=platforms)).findings
+            for d, v in ((left, old), (right, new))
+        ]
+        result = upgrade_diff(left, right, old, new, platform, dict(os.environ), *findings)
     except ConfigError as exc:
         click.echo(f"omni-deploy: error: {exc}", err=True)
         return EXIT_TROUBLE
