@@ -30,6 +30,7 @@ from omni_deploy.validate.context import Options
 from omni_deploy.validate.runner import FileReport, validate_deployment
 from omni_deploy.validate.server_check.run import ServerRun, check
 from tests.support.examples import example_options
+from tests.support.profiles import profiles, release_of
 from tests.support.startup_cases import SERVER_CODES, STARTUP_CODES, Case, cases, lines_of
 
 pytestmark = pytest.mark.vllm
@@ -42,6 +43,10 @@ CASES = [c for c in cases() if (c.target or VERSION) == VERSION and c.server_dec
 CHECKED_CODES = STARTUP_CODES - {"E373"}
 
 
+# omni-deploy's own profiles for this tier's release (each names its release on its first line).
+PROFILES = [p for p in profiles() if release_of(p) == VERSION]
+
+
 def _options(path: Path) -> Options:
     return replace(
         example_options(path) if path.parent.name == "startup" else Options(), target_version=VERSION
@@ -51,7 +56,7 @@ def _options(path: Path) -> Options:
 @cache
 def _run() -> tuple[ServerRun, dict[str, Deployment]]:
     """One child for all cases and bundled files (what CI pays for: one vllm-omni import)."""
-    deployments = {str(p): Deployment.load(str(p)) for p in [*(c.path for c in CASES), *BUNDLED]}
+    deployments = {str(p): Deployment.load(str(p)) for p in [*(c.path for c in CASES), *BUNDLED, *PROFILES]}
     jobs = [job_for(d, _options(Path(name))) for name, d in deployments.items()]
     run = check(jobs, python=sys.executable, target_version=VERSION, timeout_s=900)
     assert run.ran, run.reason
@@ -197,3 +202,16 @@ def test_validate_stays_light_while_the_check_runs() -> None:
     assert done.returncode == 1, done.stderr[-2000:]  # the file is refused: by both paths
     assert '"code": "E395"' in done.stdout and '"code": "E315"' in done.stdout
     assert '"ran": true' in done.stdout
+
+
+def test_the_profiles_for_this_release_start_and_validate_clean() -> None:
+    """deploy/turn-bench.yaml on 0.30.0, deploy/vllm-omni-0.32.0rc1/turn-bench.yaml (the seed's own
+    file) on 0.32.0rc1: the release's own start-up code accepts each, and validate with its verdict
+    calls each valid."""
+    assert PROFILES, f"no profile of deploy/ says it is for vllm-omni {VERSION}"
+    run, _ = _run()
+    for path in PROFILES:
+        verdict = run.verdicts[str(path)]
+        assert verdict.decided and not verdict.refusals, (path.name, verdict)
+        report = _report(str(path))
+        assert report.valid, "\n".join(f.text() for f in report.findings)

@@ -43,7 +43,7 @@ def run(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
 
 
 def render(file: Path, *args: str) -> list[dict[str, Any]]:
-    release = release_of(file) if file.parent == DEPLOY else "0.30.0"
+    release = release_of(file) if file.is_relative_to(DEPLOY) else "0.30.0"
     done = run("k8s", str(file), "--model", "openbmb/MiniCPM-o-4_5", "--hf-token-secret", "hf-token",
                "--target-version", release, *args)  # fmt: skip
     assert done.returncode == 0, done.stderr

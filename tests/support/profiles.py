@@ -1,6 +1,7 @@
-"""omni-deploy's own deploy profiles (deploy/*.yaml) and the vllm-omni release each is for: its
-first line says so ("# For vllm-omni 0.32.0rc1 ..."); the copies of a release's bundled bases
-under deploy/vllm-omni-<release>/ are that release's own files, not profiles."""
+"""omni-deploy's own deploy profiles and the vllm-omni release each is for: its first line says so
+("# For vllm-omni 0.32.0rc1 ..."). deploy/*.yaml are for 0.30.0; a profile for another release
+lives in deploy/vllm-omni-<release>/ beside the copies of that release's bundled bases it extends
+(those are that release's own files, not profiles: their first line names no release)."""
 
 from __future__ import annotations
 
@@ -30,14 +31,17 @@ def release_of(path: Path) -> str:
 
 
 def profiles() -> list[Path]:
-    return sorted(DEPLOY.glob("*.yaml"))
+    return sorted(p for p in DEPLOY.rglob("*.yaml") if _FOR.match(p.read_text(encoding="utf-8")))
 
 
 def by_release() -> list[object]:
     """pytest params (path, release), the 0.32.0rc1 ones marked while the static rules are pending."""
     return [
         pytest.param(
-            p, release_of(p), id=p.name, marks=[STATIC_032_PENDING] if release_of(p) == "0.32.0rc1" else []
+            p,
+            release_of(p),
+            id=p.relative_to(DEPLOY).as_posix(),
+            marks=[STATIC_032_PENDING] if release_of(p) == "0.32.0rc1" else [],
         )
         for p in profiles()
     ]

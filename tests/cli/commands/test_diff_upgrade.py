@@ -88,7 +88,7 @@ def test_async_chunk_default_changes_for_a_file_that_leaves_it_unset(
 
 def test_values_newly_refused_and_keys_no_longer_read(capsys: pytest.CaptureFixture[str]) -> None:
     """The seed's profile as 0.30.0 and 0.32.0rc1 read it: 0.30.0 ignores micro_batch_size (W310)."""
-    bench = str(ROOT / "deploy" / "turn-bench-0.32.yaml")
+    bench = str(ROOT / "deploy" / "vllm-omni-0.32.0rc1" / "turn-bench.yaml")
     result = run_cli(capsys, "diff", "--target-version", "0.30.0..0.32.0rc1", bench, "-o", "json")
     data = json.loads(result.out)
     gone = {(f["code"], f["path"].rsplit(".", 1)[-1]) for f in data["upgrade"]["findings_gone"]}
