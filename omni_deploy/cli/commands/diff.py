@@ -28,7 +28,7 @@ def _where(node: Any) -> str:
     return for_terminal(node.origin)
 
 
-@click.command(short_help="What a server would see differently in two files, or after an upgrade.")
+@click.command(short_help="What a server sees differently in two files or releases.")
 @click.argument("a", metavar="A", type=click.Path(dir_okay=False))
 @click.argument("b", metavar="[B]", type=click.Path(dir_okay=False), required=False)
 @options_from(DiffArgs)

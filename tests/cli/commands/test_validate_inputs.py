@@ -43,12 +43,12 @@ def test_stdin_filename_names_it_and_resolves_its_base(
                     "--target-version", "0.30.0", "-o", "concise")  # fmt: skip
     # Named: the base resolves (the Talker KV note comes from it), and the W310s that turn-bench.yaml
     # silences on its lines stay silenced (issue 13: the comments of the text read from stdin count).
-    assert named.code == 0 and "turn-bench.yaml:46:32: info[I364]" in named.out and "W310" not in named.out
+    assert named.code == 0 and "turn-bench.yaml:47:32: info[I364]" in named.out and "W310" not in named.out
     text = re.sub(r"\s*# omni-deploy: ignore\[W310\].*", "", (DEPLOY / "turn-bench.yaml").read_text())
     _stdin(monkeypatch, text)
     unsilenced = run_cli(capsys, "validate", "-", "--stdin-filename", str(DEPLOY / "turn-bench.yaml"),
                          "--target-version", "0.30.0", "-o", "concise")  # fmt: skip
-    assert unsilenced.code == 0 and "turn-bench.yaml:20:7: warning[W310]" in unsilenced.out
+    assert unsilenced.code == 0 and "turn-bench.yaml:21:7: warning[W310]" in unsilenced.out
 
 
 def test_directory_and_glob(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
