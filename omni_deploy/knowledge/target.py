@@ -14,7 +14,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from omni_deploy.knowledge.versions import MAIN, RELEASES, parts
+from omni_deploy.knowledge.versions import MAIN, RELEASES, is_final, order, parts
 
 DATA_FILE = Path(__file__).with_name("upstream_keys.json")
 FACTS_FILE = Path(__file__).with_name("upstream_facts.json")
@@ -127,11 +127,15 @@ def describe_versions(versions: list[str]) -> str:
 
 
 def _release_for(version: str) -> str | None:
-    """The release whose code `version` runs: exact, or the same major.minor (a patch release)."""
+    """The release whose code `version` runs: exact, or, for a final patch release (0.28.1), the final
+    release of its major.minor. A pre-release or dev build (0.31.0.dev5) and a final after a
+    pre-release (0.32.0 after 0.32.0rc1) run other code: None, so their code is read instead."""
     if version in RELEASES:
         return version
-    same = [r for r in RELEASES if parts(r)[:2] == parts(version)[:2]]
-    return same[-1] if same else None
+    if not is_final(version):
+        return None
+    same = [r for r in RELEASES if is_final(r) and parts(r)[:2] == parts(version)[:2]]
+    return same[-1] if same and order(same[-1]) < order(version) else None
 
 
 def resolve_target(
@@ -149,7 +153,7 @@ def resolve_target(
     newest = RELEASES[-1]
     reads = release_reads(newest)
     reads.version, reads.exact = version, False
-    older = version != MAIN and parts(version) < parts(RELEASES[0])
+    older = version != MAIN and order(version) < order(RELEASES[0])
     why = "older than any release with deploy files" if older else "no code of it is installed"
     reads.source = f"vllm-omni {newest} (standing in for {version}: {why})"
     return reads
