@@ -107,7 +107,8 @@ class PipelineType(click.ParamType):
 
 
 class TargetVersionType(click.ParamType):
-    """A vllm-omni version omni-deploy knows: a release it has read, `installed`, or `main`."""
+    """A vllm-omni version: a release omni-deploy has read (pre-releases included, exactly), a newer
+    one (read from its code where there is some), `installed`, or `main`."""
 
     name = "version"
 
@@ -145,6 +146,11 @@ class TargetVersionType(click.ParamType):
         for release in RELEASES:
             if Version(release) == version:
                 return release
+        if version > Version(RELEASES[-1]):
+            # Announced or newer than the knowledge (0.32.0 after 0.32.0rc1): its code, when installed
+            # or named with --vllm-omni-source, is read; without it, I314 says what stands in and
+            # I308 that its typed-config rule is unknown.
+            return str(version)
         self.fail(
             f"{value!r} is not a vllm-omni release omni-deploy knows ({known}); "
             "use 'installed' for the one in this environment or 'main' for newer code",

@@ -61,7 +61,11 @@ def test_describe_versions() -> None:
     assert target.describe_versions([]) == "no release"
     assert target.describe_versions(["0.26.0", "0.28.0", "0.30.0"]) == "0.26.0-0.30.0"
     assert target.describe_versions(["0.20.0", "0.24.0"]) == "0.20.0, 0.24.0"
-    assert target.versions_reading("code2wav", "ref_audio_max_seconds") == ["0.30.0", "0.31.0rc1", "0.32.0rc1"]
+    assert target.versions_reading("code2wav", "ref_audio_max_seconds") == [
+        "0.30.0",
+        "0.31.0rc1",
+        "0.32.0rc1",
+    ]
     assert target.describe_versions(["0.30.0", "0.31.0rc1", "0.32.0rc1"]) == "0.30.0-0.32.0rc1"
     assert target.versions_reading("code2wav", "micro_batch_size") == ["0.31.0rc1", "0.32.0rc1"]
 
