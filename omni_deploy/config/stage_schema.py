@@ -45,6 +45,13 @@ RESERVED_STAGE_KEYS = _union_reserved()
 # StageDeployConfig's fields other than the wrapper ones, in any release.
 STAGE_ENGINE_FIELDS: tuple[str, ...] = _union_fields()
 
+# Top-level keys an overlay merges into its base's key by key (`_DEPLOY_DEEP_MERGE_KEYS`, 0.31 on:
+# speech_cache); releases before have no such key, so merging it for every target changes nothing
+# for them.
+DEPLOY_DEEP_MERGE_KEYS = frozenset(
+    key for entry in stage_fields_data().values() for key in entry.get("deploy_deep_merge", ())
+)
+
 # Attributes of a parsed stage: what a platform entry may set directly (`hasattr` upstream).
 STAGE_ATTRIBUTES = frozenset(
     {

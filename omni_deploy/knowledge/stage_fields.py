@@ -57,6 +57,7 @@ def stage_schema(root: Path, text_of: Any = None) -> dict[str, Any] | None:
     if module is None:
         return None
     reserved: list[str] | None = None
+    deep: list[str] = []  # top-level keys an overlay deep-merges (0.31 on: speech_cache)
     declared: list[str] = []
     at = None
     for node in module.body:
@@ -69,9 +70,12 @@ def stage_schema(root: Path, text_of: Any = None) -> dict[str, Any] | None:
             ]
         elif _target(node) == "_STAGE_RESERVED_KEYS":
             reserved = sorted(set(_names(node)))
+        elif _target(node) == "_DEPLOY_DEEP_MERGE_KEYS":
+            deep = sorted(set(_names(node)))
     if at is None or reserved is None:
         return None
-    return {"at": at, "reserved": reserved, "fields": [n for n in declared if n not in reserved]}
+    fields = [n for n in declared if n not in reserved]
+    return {"at": at, "reserved": reserved, "fields": fields, **({"deploy_deep_merge": deep} if deep else {})}
 
 
 def _ownership_nodes(module: ast.Module) -> list[ast.AST]:
@@ -106,10 +110,32 @@ def owners_digest(root: Path, text_of: Any = None) -> str | None:
     return digest.hexdigest()[:16]
 
 
+def vae_parallel_modes(root: Path, text_of: Any = None) -> dict[str, Any] | None:
+    """The modes the typed config accepts for a diffusion stage's vae_parallel_mode, from its
+    `self.vae_parallel_mode not in {...}` test (0.32 adds "batch"), with that test's line."""
+    module = _module(root, OMNI_CONFIG, text_of)
+    for node in ast.walk(module) if module is not None else []:
+        if (
+            isinstance(node, ast.Compare)
+            and isinstance(node.ops[0], ast.NotIn)
+            and isinstance(node.left, ast.Attribute)
+            and node.left.attr == "vae_parallel_mode"
+            and isinstance(node.comparators[0], (ast.Set, ast.Tuple, ast.List))
+        ):
+            return {"names": sorted(_names(node.comparators[0])), "at": f"{OMNI_CONFIG}:{node.lineno}"}
+    return None
+
+
 def release_entry(root: Path, text_of: Any = None) -> dict[str, Any] | None:
-    """What the generator stores per release: the stage schema and the ownership code's digest."""
+    """What the generator stores per release: the stage schema, the ownership code's digest and the
+    vae_parallel_mode names."""
     schema = stage_schema(root, text_of)
     if schema is None:
         return None
     digest = owners_digest(root, text_of)
-    return {**schema, **({"owners_digest": digest} if digest else {})}
+    modes = vae_parallel_modes(root, text_of)
+    return {
+        **schema,
+        **({"owners_digest": digest} if digest else {}),
+        **({"vae_parallel_modes": modes} if modes else {}),
+    }
