@@ -216,7 +216,7 @@ def resolve_target(
 def installed_reads(version: str, root: Path) -> TargetReads:
     """Read the installed package's source (cached by its files' hashes on disk, and once per
     process: validate asks for every file it checks)."""
-    known = _tree_knowledge(root.resolve())
+    known = _tree_knowledge(root.resolve(), _cache_dir())
     places = {place: {key: _entry(raw) for key, raw in keys.items()} for place, keys in known.places.items()}
     source = f"vllm-omni {version} at {root / 'vllm_omni'} (its source, read now)"
     reads = TargetReads(
@@ -237,14 +237,15 @@ class _TreeKnowledge:
 
 
 @cache
-def _tree_knowledge(root: Path) -> _TreeKnowledge:
+def _tree_knowledge(root: Path, cache_dir: Path) -> _TreeKnowledge:
+    """Once per process and cache folder (validate asks for every file it checks)."""
     from omni_deploy.knowledge.code_reader import legacy_stage_args, module_text, read_tree, tree_digest
     from omni_deploy.knowledge.facts import facts, pipelines
     from omni_deploy.knowledge.generate import version_entry
     from omni_deploy.knowledge.stage_fields import release_entry
 
     digest = tree_digest(root)
-    cached = _cache_dir() / f"reads-{digest[:32]}.json"
+    cached = cache_dir / f"reads-{digest[:32]}.json"
     payload = _cached_payload(cached)
     if payload is None:
         payload = {"places": version_entry(read_tree(root)), "legacy_stage_args": legacy_stage_args(root)}

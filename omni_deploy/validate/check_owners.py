@@ -59,11 +59,11 @@ def check_owners_known(ctx: Context) -> list[Finding]:
         Why: the owners come from the release's own vLLM classes; applying another release's to
             this code could call a good file refused, or a refused one good.
         Fails:
-            # options: --target-version main --vllm-omni-source owners_changed_tree
-            base_config: ../base_minicpmo.yaml
+            # options: --target-version 0.32.0
+            base_config: minicpmo_4_5_turn.yaml
         Passes:
             # options: --target-version 0.32.0rc1
-            base_config: ../base_minicpmo.yaml
+            base_config: minicpmo_4_5_turn.yaml
     """
     reads = ctx.target_reads
     owners, source = reads.owners_status()
