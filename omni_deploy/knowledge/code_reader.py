@@ -103,7 +103,12 @@ _DATACLASSES = {
 # Outside stage_config.py: a diffusion stage's engine_extras reach OmniDiffusionConfig.from_kwargs
 # (0.22.0 stage_config.py:578, 869), which takes its fields: read there, not ignored.
 DIFFUSION_DATA = "vllm_omni/diffusion/data.py"
-_OTHER_DATACLASSES = {DIFFUSION_DATA: {"OmniDiffusionConfig": "diffusion_engine"}}
+_OTHER_DATACLASSES = {
+    DIFFUSION_DATA: {"OmniDiffusionConfig": "diffusion_engine"},
+    # 0.31 on: the top-level speech_cache mapping builds SpeechCacheConfig(**speech_cache), a pydantic
+    # config with extra="forbid" (0.32.0rc1 config/speech_cache.py:9, stage_config.py:1071-1085).
+    "vllm_omni/config/speech_cache.py": {"SpeechCacheConfig": "speech_cache"},
+}
 _RESERVED_SETS = ("_STAGE_RESERVED_KEYS", "_STAGE_NON_ENGINE_KEYS")
 
 
