@@ -103,15 +103,8 @@ class _KeyWalker:
             self.add(
                 origin, codes.I313, path, found.message, "serve through `omni-deploy serve` (the plugin)"
             )
-        elif found.kind == NOT_READ and place == "duplex_session" and self.reads.fact("duplex_session_splat"):
-            self.add(origin, codes.E304, path, self._splatted(name, found.message))
-        elif found.kind == NOT_READ and place == "speech_cache":
-            self.add(origin, codes.E309, path, _speech_cache_said(name, self.reads.version, found.message))
         elif found.kind == NOT_READ:
-            hint = "keep it for the versions that read it, or drop it"
-            if place in ("stage", "platform_stage"):
-                hint = "this version passes it to vLLM as an engine argument"
-            self.add(origin, codes.W310, path, found.message, hint)
+            self._not_read(origin, path, place, name, found.message)
         elif found.kind == UNKNOWN:
             close = None
             if self.suggestions_left > 0:
@@ -131,6 +124,19 @@ class _KeyWalker:
                 code, message = unknown(name)
                 self.add(origin, code, path, message, _elsewhere(name, place, self._code2wav_at()))
         return found.kind not in (NOT_READ, REFUSED, LEGACY, UNKNOWN)
+
+    def _not_read(self, origin: Origin, path: str, place: str, name: str, said: str) -> None:
+        """A key the target does not read: refused where the target builds a strict config of the
+        mapping (duplex_session, speech_cache), else ignored (W310)."""
+        if place == "duplex_session" and self.reads.fact("duplex_session_splat"):
+            self.add(origin, codes.E304, path, self._splatted(name, said))
+        elif place == "speech_cache":
+            self.add(origin, codes.E309, path, _speech_cache_said(name, self.reads.version, said))
+        else:
+            hint = "keep it for the versions that read it, or drop it"
+            if place in ("stage", "platform_stage"):
+                hint = "this version passes it to vLLM as an engine argument"
+            self.add(origin, codes.W310, path, said, hint)
 
     def _code2wav_at(self) -> str | None:
         """Where MiniCPM-o's Code2Wav reads its options in this file (the extra of the edge's first
