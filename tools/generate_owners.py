@@ -34,6 +34,39 @@ def _at(function: Any) -> str:
     return f"{source.relative_to(root).as_posix()}:{inspect.getsourcelines(function)[1]}"
 
 
+def _line_of(module: Any, pattern: str) -> str:
+    """`vllm/<module path>:<line>` of the first line of the module that matches `pattern`."""
+    import re
+
+    import vllm
+
+    path = Path(module.__file__)
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if re.search(pattern, line):
+            return f"{path.relative_to(Path(vllm.__file__).parent.parent).as_posix()}:{number}"
+    raise LookupError(f"{pattern!r} not in {path}")
+
+
+def vllm_names() -> dict[str, Any]:
+    """The names this vLLM accepts for a stage's kv_cache_dtype (CacheDType, which the typed config's
+    cache config validates) and dtype ("Unknown dtype" otherwise): validate's E319 checks them per
+    release, with this vLLM's lines."""
+    import typing
+
+    from vllm.config import cache, model
+
+    return {
+        "kv_cache_dtype": {
+            "names": list(typing.get_args(cache.CacheDType)),
+            "at": _line_of(cache, r"^CacheDType\b"),
+        },
+        "dtype": {
+            "names": ["auto", *model._STR_DTYPE_TO_TORCH_DTYPE],
+            "at": _line_of(model, r"Unknown dtype: \{dtype"),
+        },
+    }
+
+
 def current() -> tuple[str, dict[str, Any]]:
     """(vllm-omni version, its entry) from the installed vllm-omni and vllm."""
     import vllm
@@ -56,6 +89,7 @@ def current() -> tuple[str, dict[str, Any]]:
         "parallel_config": {
             kind.value: sorted(set(parallel[kind]) | set(parallel_names[kind])) for kind in parallel
         },
+        "vllm_names": vllm_names(),
     }
     return str(vllm_omni.__version__), entry
 

@@ -59,6 +59,25 @@ class PlatformType(_Words):
         assert not unknown, unknown
         self.choices = (*special, *PLATFORMS)
 
+    def _newer(self, text: str, known: str, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        """A version after the knowledge (0.32.0 after 0.32.0rc1): only its own code can judge it,
+        so it is taken where that code is installed, and otherwise refused with the ways to give it
+        (no other release's rules stand in for it silently)."""
+        from omni_deploy.common.bundled import installed_version
+        from omni_deploy.knowledge.versions import RELEASES
+
+        if installed_version("vllm-omni") == text:
+            return text
+        self.fail(
+            f"vllm-omni {text} is not known yet (omni-deploy knows {known}): install it and use "
+            "--target-version installed, or name its source tree with --vllm-omni-source DIR and "
+            f"--target-version main; its keys are then read from its code, and {RELEASES[-1]}'s "
+            "typed-config rules used only where its code is the same. Once it is on the package "
+            f"index: python -m omni_deploy.knowledge.generate --add {text}",
+            param,
+            ctx,
+        )
+
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
         text = str(value).strip().lower()
         if text in self.choices:
@@ -92,6 +111,25 @@ class PipelineType(click.ParamType):
 
         return [CompletionItem(n) for n in sorted(REGISTERED) if n.lower().startswith(incomplete.lower())]
 
+    def _newer(self, text: str, known: str, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        """A version after the knowledge (0.32.0 after 0.32.0rc1): only its own code can judge it,
+        so it is taken where that code is installed, and otherwise refused with the ways to give it
+        (no other release's rules stand in for it silently)."""
+        from omni_deploy.common.bundled import installed_version
+        from omni_deploy.knowledge.versions import RELEASES
+
+        if installed_version("vllm-omni") == text:
+            return text
+        self.fail(
+            f"vllm-omni {text} is not known yet (omni-deploy knows {known}): install it and use "
+            "--target-version installed, or name its source tree with --vllm-omni-source DIR and "
+            f"--target-version main; its keys are then read from its code, and {RELEASES[-1]}'s "
+            "typed-config rules used only where its code is the same. Once it is on the package "
+            f"index: python -m omni_deploy.knowledge.generate --add {text}",
+            param,
+            ctx,
+        )
+
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
         from omni_deploy.knowledge.pipelines import REGISTERED
 
@@ -107,12 +145,32 @@ class PipelineType(click.ParamType):
 
 
 class TargetVersionType(click.ParamType):
-    """A vllm-omni version omni-deploy knows: a release it has read, `installed`, or `main`."""
+    """A vllm-omni version: a release omni-deploy has read (pre-releases included, exactly), the
+    installed one (a newer version included: its code is read), `installed`, or `main`."""
 
     name = "version"
 
     def get_metavar(self, param: click.Parameter, ctx: click.Context | None = None) -> str:
         return "VERSION|installed|main"
+
+    def _newer(self, text: str, known: str, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        """A version after the knowledge (0.32.0 after 0.32.0rc1): only its own code can judge it,
+        so it is taken where that code is installed, and otherwise refused with the ways to give it
+        (no other release's rules stand in for it silently)."""
+        from omni_deploy.common.bundled import installed_version
+        from omni_deploy.knowledge.versions import RELEASES
+
+        if installed_version("vllm-omni") == text:
+            return text
+        self.fail(
+            f"vllm-omni {text} is not known yet (omni-deploy knows {known}): install it and use "
+            "--target-version installed, or name its source tree with --vllm-omni-source DIR and "
+            f"--target-version main; its keys are then read from its code, and {RELEASES[-1]}'s "
+            "typed-config rules used only where its code is the same. Once it is on the package "
+            f"index: python -m omni_deploy.knowledge.generate --add {text}",
+            param,
+            ctx,
+        )
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
         from packaging.version import InvalidVersion, Version
@@ -145,6 +203,8 @@ class TargetVersionType(click.ParamType):
         for release in RELEASES:
             if Version(release) == version:
                 return release
+        if version > Version(RELEASES[-1]):
+            return self._newer(text, known, param, ctx)
         self.fail(
             f"{value!r} is not a vllm-omni release omni-deploy knows ({known}); "
             "use 'installed' for the one in this environment or 'main' for newer code",
@@ -184,6 +244,25 @@ class DeviceType(_Words):
 
     def get_metavar(self, param: click.Parameter, ctx: click.Context | None = None) -> str:
         return "[auto|cpu|cuda|cuda:N]"
+
+    def _newer(self, text: str, known: str, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        """A version after the knowledge (0.32.0 after 0.32.0rc1): only its own code can judge it,
+        so it is taken where that code is installed, and otherwise refused with the ways to give it
+        (no other release's rules stand in for it silently)."""
+        from omni_deploy.common.bundled import installed_version
+        from omni_deploy.knowledge.versions import RELEASES
+
+        if installed_version("vllm-omni") == text:
+            return text
+        self.fail(
+            f"vllm-omni {text} is not known yet (omni-deploy knows {known}): install it and use "
+            "--target-version installed, or name its source tree with --vllm-omni-source DIR and "
+            f"--target-version main; its keys are then read from its code, and {RELEASES[-1]}'s "
+            "typed-config rules used only where its code is the same. Once it is on the package "
+            f"index: python -m omni_deploy.knowledge.generate --add {text}",
+            param,
+            ctx,
+        )
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
         text = str(value).strip().lower()

@@ -92,7 +92,7 @@ def resolve(
                 f"the installed vllm-omni's metadata gives {problem}; pass --target-version"
             )
         target, target_from = (
-            (installed, "installed vllm-omni") if installed else (RELEASED, "newest release")
+            (installed, "installed vllm-omni") if installed else (RELEASED, "newest final release")
         )
 
     chosen = strict

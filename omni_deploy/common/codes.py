@@ -94,6 +94,8 @@ E316 = _declare("E316", ERROR, "pipeline the target vllm-omni does not register:
 E317 = _declare("E317", ERROR, "async_chunk on for a pipeline that has no async-chunk producer in the target", _V + "async_chunk_unsupported.yaml")
 W318 = _declare("W318", WARNING, "platform stage entry's runtime: without engine_args: not applied (one more engine key)", _V + "platform_runtime_flat.yaml")
 E319 = _declare("E319", ERROR, "stage value the target's typed config refuses at start-up (max_num_batched_tokens < max_num_seqs, num_weight_load_threads < 1)", _V + "typed_config_values.yaml")
+E309 = _declare("E309", ERROR, "unknown speech_cache key: the target's SpeechCacheConfig forbids extra keys, refused at start-up", _V + "unknown_speech_cache_key.yaml")
+I308 = _declare("I308", INFO, "the target's typed-config ownership rule (E315) is borrowed from a release with the same code, or unknown and not checked", _V + "owners_unknown.yaml")
 I314 = _declare("I314", INFO, "no code of the target version to read: another version's reads stand in", _V + "target_without_code.yaml")
 # Topology: stage ids, connector wiring, merges.
 E320 = _declare("E320", ERROR, "stage_id appears twice in one list", _V + "duplicate_stage_id.yaml")

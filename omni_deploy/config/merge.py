@@ -1,6 +1,8 @@
-"""vllm-omni 0.30.0's deploy merge rules (`resolve_deploy_yaml`), on positioned nodes.
+"""vllm-omni's deploy merge rules (`resolve_deploy_yaml`; 0.30.0's, and what later releases add), on
+positioned nodes.
 
-- top level: overlay replaces base key by key, shallowly (a mapping is replaced whole);
+- top level: overlay replaces base key by key, shallowly (a mapping is replaced whole), except the
+  keys of `_DEPLOY_DEEP_MERGE_KEYS` (0.31 on: speech_cache), merged recursively;
 - `connectors`: recursive merge of mappings;
 - `stages`: matched by stage_id, base order kept, new stages appended; inside a stage only the
   five DEEP_MERGE_KEYS are merged recursively, every other key is replaced whole;
@@ -19,6 +21,7 @@ from dataclasses import dataclass, field
 from omni_deploy.common import codes, jsonpath
 from omni_deploy.common.errors import ConfigError
 from omni_deploy.config.nodes import Entry, Map, Node, Origin, Scalar, Seq, is_falsy, to_plain
+from omni_deploy.config.stage_schema import DEPLOY_DEEP_MERGE_KEYS
 
 DEEP_MERGE_KEYS = frozenset(
     {
@@ -200,9 +203,14 @@ def merge_documents(base: Map, overlay: Map, report: MergeReport | None = None) 
     """Merge an overlay document (base_config already popped) onto its resolved base."""
     merged = base.copy()
     for key, entry in overlay.entries.items():
-        if key not in STRUCTURED_KEYS:
-            _note_replace(report, jsonpath.child(jsonpath.ROOT, key), base.get(key), entry)
-            merged.entries[key] = entry
+        if key in STRUCTURED_KEYS:
+            continue
+        old = base.get(key)
+        if key in DEPLOY_DEEP_MERGE_KEYS and isinstance(old, Map) and isinstance(entry.node, Map):
+            merged.entries[key] = Entry(entry.key_origin, merge_recursive(old, entry.node))
+            continue
+        _note_replace(report, jsonpath.child(jsonpath.ROOT, key), old, entry)
+        merged.entries[key] = entry
     connectors = merge_connectors(base.get("connectors"), overlay.get("connectors"))
     if connectors is not None:
         entry = overlay.entries.get("connectors") or base.entries["connectors"]

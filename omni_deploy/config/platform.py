@@ -24,7 +24,7 @@ from omni_deploy.config.stage_schema import (
 )
 
 _WRAPPER_ORDER = (
-    "stage_id", "devices", "num_replicas", "env", "async_chunk", "output_connectors",
+    "stage_id", "devices", "num_replicas", "env", "async_chunk", "model_runner", "output_connectors",
     "input_connectors", "default_sampling_params", "default_pooling_params",
 )  # fmt: skip
 

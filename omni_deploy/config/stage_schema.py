@@ -1,59 +1,61 @@
-"""The shape of a stage entry as vllm-omni 0.30.0 parses it (`StageDeployConfig`).
+"""The shape of a stage entry as vllm-omni parses it (`StageDeployConfig`), for every release.
 
 Only what the merge and platform code needs to mirror upstream lives here: which stage keys are
-wrapper keys, which are typed engine fields, and hence which fall into `engine_extras`.
+wrapper keys, which are typed engine fields, and hence which fall into `engine_extras`. The sets
+differ by release (0.31 makes `model_runner` a wrapper key; 0.32 adds attention_backend,
+moe_backend and linear_backend and drops auxiliary_text_encoder), so they are generated from each
+release's own StageDeployConfig into stage_fields.json (python -m omni_deploy.knowledge.generate).
+A file is normalised with the union of the releases' sets, so that no key moves between the stage
+and its engine_extras depending on the target; what one release does with a key it does not know
+is decided per release by the checks (validate/check_owners.py: `TargetReads.stage_reserved`).
 """
 
 from __future__ import annotations
 
-# Keys `_parse_stage_deploy` handles itself rather than as engine fields.
-RESERVED_STAGE_KEYS = frozenset(
-    {
-        "async_chunk",
-        "stage_id",
-        "devices",
-        "num_replicas",
-        "env",
-        "output_connectors",
-        "input_connectors",
-        "default_sampling_params",
-        "default_pooling_params",
-        "engine_extras",
-        "engine_args",
-        "runtime",
-    }
-)
+import json
+from functools import cache
+from pathlib import Path
+from typing import Any
 
-# StageDeployConfig's fields other than the wrapper ones, in declaration order (0.30.0).
-STAGE_ENGINE_FIELDS: tuple[str, ...] = (
-    "subtalker_sampling_params", "silence_ban_frames", "tensor_parallel_size",
-    "enable_expert_parallel", "gpu_memory_utilization", "max_num_seqs", "max_num_batched_tokens",
-    "max_model_len", "enforce_eager", "async_scheduling", "disable_hybrid_kv_cache_manager",
-    "mm_processor_cache_gb", "mamba_ssm_cache_dtype", "compilation_config", "profiler_config",
-    "skip_mm_profiling", "enable_flashinfer_autotune", "config_format", "load_format",
-    "tokenizer_mode", "ulysses_degree", "ulysses_mode", "ulysses_a2a_permute", "ring_degree",
-    "allgather_degree", "sequence_parallel_size", "cfg_parallel_size", "vae_patch_parallel_size",
-    "vae_parallel_mode", "text_encoder_tp_size", "use_hsdp", "hsdp_shard_size",
-    "hsdp_replicate_size", "model_class_name", "diffusion_load_format", "lora_path",
-    "lora_backend", "lora_scale", "diffusers_load_kwargs", "diffusers_call_kwargs",
-    "diffusion_quantization_config", "diffusion_attention_backend", "fastvideo_vsa_topk",
-    "diffusion_attention_config", "diffusion_compile_granularity", "diffusion_compile_dynamic",
-    "fa_deterministic", "cache_backend", "cache_config", "video_output_transport",
-    "enable_cache_dit_summary", "step_execution", "vae_use_slicing", "vae_use_tiling",
-    "vae_fast_path", "boundary_ratio", "flow_shift", "diffusion_kv_cache_dtype",
-    "diffusion_kv_cache_skip_steps", "diffusion_kv_cache_skip_layers", "auxiliary_text_encoder",
-    "enable_multithread_weight_load", "enable_broadcast_weight_load", "num_weight_load_threads",
-    "diffusion_offload_config", "enable_cpu_offload", "enable_layerwise_offload",
-    "enable_distributed_layerwise_offload", "dlo_use_allgather", "dlo_resident_layers",
-    "host_weight_runtime_mode", "host_weight_runtime_root", "dlo_host_registration_limit_gib",
-    "enable_diffusion_pipeline_profiler", "max_generated_image_size",
-    "tts_max_instructions_length",
-)  # fmt: skip
+STAGE_FIELDS_FILE = Path(__file__).with_name("stage_fields.json")
+
+
+@cache
+def stage_fields_data() -> dict[str, Any]:
+    """{release: {"at", "reserved", "fields", "owners_digest"?}} as generated from the wheels."""
+    loaded: dict[str, Any] = json.loads(STAGE_FIELDS_FILE.read_text(encoding="utf-8"))["versions"]
+    return loaded
+
+
+def _union_reserved() -> frozenset[str]:
+    return frozenset(key for entry in stage_fields_data().values() for key in entry["reserved"])
+
+
+def _union_fields() -> tuple[str, ...]:
+    """Every release's fields, newest release's declaration order first, then older ones' extra."""
+    out: list[str] = []
+    for entry in reversed(list(stage_fields_data().values())):
+        out += [name for name in entry["fields"] if name not in out and name not in RESERVED_STAGE_KEYS]
+    return tuple(out)
+
+
+# Keys `_parse_stage_deploy` handles itself rather than as engine fields, in any release.
+RESERVED_STAGE_KEYS = _union_reserved()
+
+# StageDeployConfig's fields other than the wrapper ones, in any release.
+STAGE_ENGINE_FIELDS: tuple[str, ...] = _union_fields()
+
+# Top-level keys an overlay merges into its base's key by key (`_DEPLOY_DEEP_MERGE_KEYS`, 0.31 on:
+# speech_cache); releases before have no such key, so merging it for every target changes nothing
+# for them.
+DEPLOY_DEEP_MERGE_KEYS = frozenset(
+    key for entry in stage_fields_data().values() for key in entry.get("deploy_deep_merge", ())
+)
 
 # Attributes of a parsed stage: what a platform entry may set directly (`hasattr` upstream).
 STAGE_ATTRIBUTES = frozenset(
     {
-        "stage_id", "devices", "num_replicas", "env", "async_chunk", "output_connectors",
+        "stage_id", "devices", "num_replicas", "env", "async_chunk", "model_runner", "output_connectors",
         "input_connectors", "default_sampling_params", "default_pooling_params", "engine_extras",
         *STAGE_ENGINE_FIELDS,
     }

@@ -82,6 +82,9 @@ _RULES = (
     _Rule("connector_extra", ("vllm_omni/distributed/omni_connectors/**/*.py",
                               "vllm_omni/platforms/*/omni_connectors/**/*.py"),
           frozenset({"config", "self.config", "extra", "c_extra"})),
+    # From 0.31 on the stage schedulers read their stage's connector extra too (0.32.0rc1
+    # core/sched/omni_generation_scheduler.py:68-112: coalescing, first-chunk express).
+    _Rule("connector_extra", ("vllm_omni/core/sched/*.py",), frozenset({"extra"})),
     _Rule("code2wav", ("vllm_omni/model_executor/models/minicpmo_4_5/**/*.py",), frozenset({"extra"})),
     # The Talker -> Code2Wav input processor reads the chunking keys from the same connector extra
     # (0.26.0 minicpmo_4_5_omni.py:133-134), outside the model folder.
@@ -100,7 +103,12 @@ _DATACLASSES = {
 # Outside stage_config.py: a diffusion stage's engine_extras reach OmniDiffusionConfig.from_kwargs
 # (0.22.0 stage_config.py:578, 869), which takes its fields: read there, not ignored.
 DIFFUSION_DATA = "vllm_omni/diffusion/data.py"
-_OTHER_DATACLASSES = {DIFFUSION_DATA: {"OmniDiffusionConfig": "diffusion_engine"}}
+_OTHER_DATACLASSES = {
+    DIFFUSION_DATA: {"OmniDiffusionConfig": "diffusion_engine"},
+    # 0.31 on: the top-level speech_cache mapping builds SpeechCacheConfig(**speech_cache), a pydantic
+    # config with extra="forbid" (0.32.0rc1 config/speech_cache.py:9, stage_config.py:1071-1085).
+    "vllm_omni/config/speech_cache.py": {"SpeechCacheConfig": "speech_cache"},
+}
 _RESERVED_SETS = ("_STAGE_RESERVED_KEYS", "_STAGE_NON_ENGINE_KEYS")
 
 
@@ -158,16 +166,21 @@ def tree_digest(root: Path) -> str:
 def read_tree(root: Path) -> list[Read]:
     """Every key read found under `root` (the folder that holds `vllm_omni/`)."""
     reads: list[Read] = []
+    # Several rules read the same module (stage_config.py four times, the connectors twice): each
+    # module is parsed and walked once, then every rule looks at the same candidate nodes.
+    readers: dict[Path, _ModuleReader | None] = {}
     for rule in _RULES:
         for pattern in rule.files:
             for path in _matches(root, pattern):
                 if path.is_dir():
                     continue
-                module = _parse(path)
-                if module is None:
-                    continue
-                rel = path.relative_to(root).as_posix()
-                reads.extend(_ModuleReader(module, rel).rule_reads(rule))
+                if path not in readers:
+                    module = _parse(path)
+                    rel = path.relative_to(root).as_posix()
+                    readers[path] = _ModuleReader(module, rel) if module is not None else None
+                reader = readers[path]
+                if reader is not None:
+                    reads.extend(reader.rule_reads(rule))
     for rel, classes in _OTHER_DATACLASSES.items():
         other = _parse(root / rel) if os.path.lexists(root / rel) else None
         if other is not None:
@@ -289,6 +302,8 @@ class _ModuleReader:
         self._assigned: dict[str, ast.expr] = {}
         self._constants: dict[str, Any] = {}
         self._evaluating: set[str] = set()
+        self._defs: list[ast.FunctionDef | ast.AsyncFunctionDef] | None = None
+        self._scanned: dict[int, tuple[list[ast.AST], set[int]]] = {}
         for node in module.body:
             if (
                 isinstance(node, ast.Assign)
@@ -344,14 +359,31 @@ class _ModuleReader:
         if names is None:
             yield self.module
             return
-        for node in ast.walk(self.module):
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in names:
-                yield node
+        if self._defs is None:
+            self._defs = [
+                n for n in ast.walk(self.module) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+            ]
+        yield from (node for node in self._defs if node.name in names)
+
+    def _scan(self, scope: ast.AST) -> tuple[list[ast.AST], set[int]]:
+        """The nodes of `scope` a read can be (calls, subscripts, compares) and the lines of its
+        `if ...: raise` tests, from one walk, kept for the next rule over the same scope."""
+        found = self._scanned.get(id(scope))
+        if found is None:
+            nodes: list[ast.AST] = []
+            refused: set[int] = set()
+            for node in ast.walk(scope):
+                if isinstance(node, (ast.Call, ast.Subscript, ast.Compare)):
+                    nodes.append(node)
+                elif isinstance(node, ast.If) and any(isinstance(n, ast.Raise) for n in node.body):
+                    refused.add(node.test.lineno)
+            found = self._scanned[id(scope)] = (nodes, refused)
+        return found
 
     def rule_reads(self, rule: _Rule) -> Iterator[Read]:
         for scope in self._functions(rule.functions):
-            refused_lines = self._refused_compares(scope)
-            for node in ast.walk(scope):
+            nodes, refused_lines = self._scan(scope)
+            for node in nodes:
                 yield from self._read_at(node, rule, refused_lines)
 
     def _read_at(self, node: ast.AST, rule: _Rule, refused: set[int]) -> Iterable[Read]:
@@ -384,14 +416,6 @@ class _ModuleReader:
             default = self.literal(node.args[1])
             code = source_text(node.args[1]) if default is NO_DEFAULT else None
         return [Read(rule.place, key, self.rel, node.lineno, default, code)]
-
-    def _refused_compares(self, scope: ast.AST) -> set[int]:
-        """Lines of `if "key" in mapping: raise ...` tests."""
-        lines = set()
-        for node in ast.walk(scope):
-            if isinstance(node, ast.If) and any(isinstance(n, ast.Raise) for n in node.body):
-                lines.add(node.test.lineno)
-        return lines
 
     def dataclass_fields(self, classes: dict[str, str] | None = None) -> list[Read]:
         classes = _DATACLASSES if classes is None else classes

@@ -163,7 +163,11 @@ _ENGINE_EXTRAS: list[Key] = [
     _k("hf_overrides", "stage", f"{MAP}|null", None, "Overrides of the model's HF config."),
     _k("kv_cache_dtype", "stage", f"{STR}|null", None, "KV-cache dtype."),
     _k("block_size", "stage", f"{INT}|null", None, "KV-cache block size.", minimum=1),
-    _k("quantization", "stage", f"{STR}|null", None, "Quantization method."),
+    # A diffusion stage hands it on as its quantization_config, which takes a per-component mapping
+    # too (0.30.0 config/omni_config.py:1451-1458, diffusion/data.py:1078; 0.32.0rc1's
+    # taomate_h3_usp2_realtime.yaml ships one).
+    _k("quantization", "stage", f"{STR}|{MAP}|null", None, "Quantization method (a diffusion stage also takes "
+       "a per-component mapping, its quantization_config)."),
     _k("dtype", "stage", f"{STR}|null", None, "Model dtype."),
     _k("seed", "stage", f"{INT}|null", None, "Random seed."),
     _k("max_cudagraph_capture_size", "stage", f"{INT}|null", None, "Largest batch captured in a CUDA graph (0: none).",

@@ -8,7 +8,7 @@ from functools import cache
 
 from omni_deploy.knowledge.keys import ALL, ELSEWHERE, PLUGIN, UNREAD, VLLM, Key
 from omni_deploy.knowledge.target import KeyRead, TargetReads, describe_versions, versions_reading
-from omni_deploy.knowledge.versions import parts
+from omni_deploy.knowledge.versions import order
 
 READ, LEGACY, REFUSED, BY_PLUGIN, ENGINE_ARGUMENT, NOT_READ, UNKNOWN = (
     "read", "legacy", "refused", "plugin", "engine_argument", "not_read", "unknown",
@@ -84,7 +84,7 @@ def _read_by_others(place: str, name: str, key: Key | None, target: TargetReads)
 def _not_read(place: str, name: str, key: Key | None, target: TargetReads) -> Status:
     """A key the target does not read: read by other versions, known to nobody's code, or unknown."""
     versions = sorted(
-        {v for p in _DATA_PLACES.get(place, (place,)) for v in versions_reading(p, name)}, key=parts
+        {v for p in _DATA_PLACES.get(place, (place,)) for v in versions_reading(p, name)}, key=order
     )
     unread = UNREAD.get((place, name))
     if versions or key is not None or unread:

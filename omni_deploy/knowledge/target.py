@@ -14,7 +14,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from omni_deploy.knowledge.versions import MAIN, RELEASES, parts
+from omni_deploy.knowledge.versions import MAIN, RELEASES, is_final, order, parts
 
 DATA_FILE = Path(__file__).with_name("upstream_keys.json")
 FACTS_FILE = Path(__file__).with_name("upstream_facts.json")
@@ -43,16 +43,56 @@ class TargetReads:
     # knowledge/facts.py: behaviour -> the upstream file:line that shows it (absent: not in this code)
     facts: dict[str, str] = field(default_factory=dict)
     pipelines: dict[str, dict[str, Any]] = field(default_factory=dict)  # registry name -> stages, ...
+    # StageDeployConfig of this code (knowledge/stage_fields.py): "reserved", "fields", "at",
+    # "owners_digest"; None where the release has none.
+    stage_schema: dict[str, Any] | None = None
+    read_from: Path | None = None  # the source tree read now, for a version the data does not know
 
     def fact(self, name: str) -> str | None:
         return self.facts.get(name)
 
     def owners(self) -> dict[str, Any] | None:
-        """The typed config's owned stage keys, when this version's start-up builds it (0.30.0 on)."""
+        """The typed config's owned stage keys, when this version's start-up builds it (0.30.0 on)
+        and they are known for this code (see `owners_status`)."""
+        return self.owners_status()[0]
+
+    def owners_status(self) -> tuple[dict[str, Any] | None, str]:
+        """(the owned stage keys, where they come from). Generated per release in that release's vllm
+        tier; a tree read now borrows a release's entry only where its ownership code is the same
+        (the digest of knowledge/stage_fields.py), never by version number. The owners are None with
+        the reason when the start-up builds no typed config ("") or when they are unknown."""
         if not self.fact("typed_config_at_startup"):
-            return None
+            return None, ""
+        if not self.exact:
+            return None, (
+                f"no code of vllm-omni {self.version} to compare with {self.basis}'s, so its typed-config "
+                "owners are unknown (install it, or name its tree with --vllm-omni-source)"
+            )
         entry = owners_data().get(self.basis)
-        return entry if isinstance(entry, dict) else None
+        if isinstance(entry, dict) and self.read_from is None:
+            return entry, f"vllm-omni {self.basis}'s typed-config owners"
+        if self.read_from is None:
+            return None, (
+                f"the typed-config owners of vllm-omni {self.basis} are unknown: generate them in its vllm "
+                "tier (python -m tools.generate_owners)"
+            )
+        digest = (self.stage_schema or {}).get("owners_digest")
+        same = [v for v in RELEASES if digest and (stage_data().get(v) or {}).get("owners_digest") == digest]
+        borrowed = [v for v in same if isinstance(owners_data().get(v), dict)]
+        if borrowed:
+            release = max(borrowed, key=order)
+            return owners_data()[release], (
+                f"vllm-omni {release}'s typed-config owners, borrowed: the ownership code of {self.read_from} "
+                f"is the same as that release's (generated with vLLM {owners_data()[release]['generated_with']['vllm']})"
+            )
+        return None, (
+            f"the typed-config owners of {self.read_from} are unknown: its ownership code matches no release "
+            f"omni-deploy has owners for ({', '.join(owners_data())})"
+        )
+
+    def stage_reserved(self) -> frozenset[str] | None:
+        """The stage wrapper keys this code keeps out of the typed config's checked mapping."""
+        return frozenset(self.stage_schema["reserved"]) if self.stage_schema else None
 
     def reads(self, place: str, key: str) -> KeyRead | None:
         return self.places.get(place, {}).get(key)
@@ -71,6 +111,14 @@ def data() -> dict[str, Any]:
 def facts_data() -> dict[str, Any]:
     loaded: dict[str, Any] = json.loads(FACTS_FILE.read_text(encoding="utf-8"))
     return loaded
+
+
+@cache
+def stage_data() -> dict[str, Any]:
+    """config/stage_fields.json's versions: each release's stage schema (generated)."""
+    from omni_deploy.config.stage_schema import stage_fields_data
+
+    return stage_fields_data()
 
 
 @cache
@@ -106,6 +154,7 @@ def release_reads(version: str) -> TargetReads:
     return TargetReads(
         version, version, f"vllm-omni {version}", places, legacy,
         facts=dict(known.get("facts", {})), pipelines=dict(known.get("pipelines", {})),
+        stage_schema=stage_data().get(version),
     )  # fmt: skip
 
 
@@ -127,11 +176,15 @@ def describe_versions(versions: list[str]) -> str:
 
 
 def _release_for(version: str) -> str | None:
-    """The release whose code `version` runs: exact, or the same major.minor (a patch release)."""
+    """The release whose code `version` runs: exact, or, for a final patch release (0.28.1), the final
+    release of its major.minor. A pre-release or dev build (0.31.0.dev5) and a final after a
+    pre-release (0.32.0 after 0.32.0rc1) run other code: None, so their code is read instead."""
     if version in RELEASES:
         return version
-    same = [r for r in RELEASES if parts(r)[:2] == parts(version)[:2]]
-    return same[-1] if same else None
+    if not is_final(version):
+        return None
+    same = [r for r in RELEASES if is_final(r) and parts(r)[:2] == parts(version)[:2]]
+    return same[-1] if same and order(same[-1]) < order(version) else None
 
 
 def resolve_target(
@@ -149,38 +202,60 @@ def resolve_target(
     newest = RELEASES[-1]
     reads = release_reads(newest)
     reads.version, reads.exact = version, False
-    older = version != MAIN and parts(version) < parts(RELEASES[0])
+    older = version != MAIN and order(version) < order(RELEASES[0])
     why = "older than any release with deploy files" if older else "no code of it is installed"
+    if version != MAIN and order(version) > order(newest):
+        why = (
+            f"not known yet, newer than {newest}; no code of it is installed. Add it once it is on the "
+            f"index: python -m omni_deploy.knowledge.generate --add {version}"
+        )
     reads.source = f"vllm-omni {newest} (standing in for {version}: {why})"
     return reads
 
 
 def installed_reads(version: str, root: Path) -> TargetReads:
-    """Read the installed package's source (cached by its files' hashes)."""
-    from omni_deploy.knowledge.code_reader import legacy_stage_args, read_tree, tree_digest
+    """Read the installed package's source (cached by its files' hashes on disk, and once per
+    process: validate asks for every file it checks)."""
+    known = _tree_knowledge(root.resolve(), _cache_dir())
+    places = {place: {key: _entry(raw) for key, raw in keys.items()} for place, keys in known.places.items()}
+    source = f"vllm-omni {version} at {root / 'vllm_omni'} (its source, read now)"
+    reads = TargetReads(
+        version, version, source, places, known.legacy_stage_args,
+        facts=dict(known.facts), pipelines=dict(known.pipelines),
+        stage_schema=known.stage_schema, read_from=root,
+    )  # fmt: skip
+    return reads
+
+
+@dataclass(frozen=True)
+class _TreeKnowledge:
+    places: dict[str, Any]
+    legacy_stage_args: str | None
+    facts: dict[str, str]
+    pipelines: dict[str, dict[str, Any]]
+    stage_schema: dict[str, Any] | None
+
+
+@cache
+def _tree_knowledge(root: Path, cache_dir: Path) -> _TreeKnowledge:
+    """Once per process and cache folder (validate asks for every file it checks)."""
+    from omni_deploy.knowledge.code_reader import legacy_stage_args, module_text, read_tree, tree_digest
+    from omni_deploy.knowledge.facts import facts, pipelines
     from omni_deploy.knowledge.generate import version_entry
+    from omni_deploy.knowledge.stage_fields import release_entry
 
     digest = tree_digest(root)
-    cached = _cache_dir() / f"reads-{digest[:32]}.json"
+    cached = cache_dir / f"reads-{digest[:32]}.json"
     payload = _cached_payload(cached)
     if payload is None:
         payload = {"places": version_entry(read_tree(root)), "legacy_stage_args": legacy_stage_args(root)}
         _write_cache(cached, payload)
-    places = {
-        place: {key: _entry(raw) for key, raw in keys.items()} for place, keys in payload["places"].items()
-    }
-    from omni_deploy.knowledge.code_reader import module_text
-    from omni_deploy.knowledge.facts import facts, pipelines
-
-    source = f"vllm-omni {version} at {root / 'vllm_omni'} (its source, read now)"
-    return TargetReads(
-        version,
-        version,
-        source,
-        places,
+    return _TreeKnowledge(
+        payload["places"],
         payload["legacy_stage_args"],
-        facts=facts(root, module_text),
-        pipelines=pipelines(root, module_text),
+        facts(root, module_text),
+        pipelines(root, module_text),
+        release_entry(root, module_text),
     )
 
 
@@ -204,7 +279,10 @@ def _cached_payload(path: Path) -> dict[str, Any] | None:
         if not isinstance(keys, dict):
             return None
         for raw in keys.values():
-            if not (isinstance(raw, dict) and isinstance(raw.get("at"), list) and len(raw["at"]) == 2):
+            # `at` lists every file:line that reads the key: one, two or many (a cache check that
+            # wanted exactly two threw most caches away, so every run read the tree again).
+            at = raw.get("at") if isinstance(raw, dict) else None
+            if not (isinstance(at, list) and at and all(isinstance(a, str) for a in at)):
                 return None
     return payload
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import re
 
+from packaging.version import InvalidVersion, Version
+
 from omni_deploy.common.bundled import installed_version
 
 # Releases that ship deploy YAMLs, oldest first: the ones `omni_deploy.knowledge.generate` reads
@@ -41,19 +43,31 @@ def _parts(version: str) -> tuple[int, ...]:
 
 
 def parts(version: str) -> tuple[int, ...]:
-    """A version's numbers for ordering: "0.30.0rc1" -> (0, 30, 0)."""
+    """A version's release numbers: "0.30.0rc1" -> (0, 30, 0). For major.minor comparisons only;
+    ordering goes by `order`, which knows that 0.32.0rc1 comes before 0.32.0."""
     return _parts(version)
+
+
+def order(version: str) -> Version:
+    """A version's place in PEP 440 order: 0.31.0.dev5 < 0.31.0rc1 < 0.31.0 < 0.31.1."""
+    try:
+        return Version(version)
+    except InvalidVersion:  # a local build's odd string: its numbers, as a final release
+        return Version(".".join(str(n) for n in _parts(version)))
+
+
+def is_newer_than_known(version: str) -> bool:
+    """A version after the newest release omni-deploy has knowledge of (e.g. 0.32.0 after 0.32.0rc1)."""
+    return version == MAIN or order(version) > order(RELEASES[-1])
 
 
 def reads(since: str, target: str, until: str | None = None) -> bool:
     """Whether a key introduced in `since` (and removed in `until`, if any) is read by `target`."""
-    if until is not None and target != MAIN and _parts(target) >= _parts(until):
-        return False
-    if until is not None and target == MAIN:
+    if until is not None and (target == MAIN or order(target) >= order(until)):
         return False
     if since == MAIN:
-        return target == MAIN or _parts(target) > _parts(RELEASES[-1])
-    return target == MAIN or _parts(target) >= _parts(since)
+        return is_newer_than_known(target)
+    return target == MAIN or order(target) >= order(since)
 
 
 def default_target_version() -> str:

@@ -82,7 +82,7 @@ def run_serve(asked: ServeRequest, echo: Echo) -> int:
         target_version=asked.target_version or default_target_version(),
         target_from=asked.target_from
         if asked.target_version
-        else "installed vllm-omni, else the newest release",
+        else "installed vllm-omni, else the newest final release",
         launch=dataclasses.replace(asked.launch, platform=choice.name, platform_origin=choice.origin),
     )
     report = check(request)

@@ -32,6 +32,7 @@ _PLACE_WORDS = {
     "stage": "a stage entry",
     "platform_stage": "a platform stage entry",
     "duplex_session": "duplex_session",
+    "speech_cache": "speech_cache",
     "connector": "a connector",
     "code2wav": "the Code2Wav connector's extra",
     "platform": "a platform section",
@@ -102,13 +103,8 @@ class _KeyWalker:
             self.add(
                 origin, codes.I313, path, found.message, "serve through `omni-deploy serve` (the plugin)"
             )
-        elif found.kind == NOT_READ and place == "duplex_session" and self.reads.fact("duplex_session_splat"):
-            self.add(origin, codes.E304, path, self._splatted(name, found.message))
         elif found.kind == NOT_READ:
-            hint = "keep it for the versions that read it, or drop it"
-            if place in ("stage", "platform_stage"):
-                hint = "this version passes it to vLLM as an engine argument"
-            self.add(origin, codes.W310, path, found.message, hint)
+            self._not_read(origin, path, place, name, found.message)
         elif found.kind == UNKNOWN:
             close = None
             if self.suggestions_left > 0:
@@ -128,6 +124,19 @@ class _KeyWalker:
                 code, message = unknown(name)
                 self.add(origin, code, path, message, _elsewhere(name, place, self._code2wav_at()))
         return found.kind not in (NOT_READ, REFUSED, LEGACY, UNKNOWN)
+
+    def _not_read(self, origin: Origin, path: str, place: str, name: str, said: str) -> None:
+        """A key the target does not read: refused where the target builds a strict config of the
+        mapping (duplex_session, speech_cache), else ignored (W310)."""
+        if place == "duplex_session" and self.reads.fact("duplex_session_splat"):
+            self.add(origin, codes.E304, path, self._splatted(name, said))
+        elif place == "speech_cache":
+            self.add(origin, codes.E309, path, _speech_cache_said(name, self.reads.version, said))
+        else:
+            hint = "keep it for the versions that read it, or drop it"
+            if place in ("stage", "platform_stage"):
+                hint = "this version passes it to vLLM as an engine argument"
+            self.add(origin, codes.W310, path, said, hint)
 
     def _code2wav_at(self) -> str | None:
         """Where MiniCPM-o's Code2Wav reads its options in this file (the extra of the edge's first
@@ -174,6 +183,7 @@ def _runtime_read(walker: _KeyWalker, root: Map) -> bool:
     codes.W305,
     codes.W306,
     codes.E307,
+    codes.E309,
     codes.W310,
     codes.E311,
     codes.I312,
@@ -237,6 +247,20 @@ def check_keys(ctx: Context) -> list[Finding]:
             base_config: minicpmo_4_5_turn.yaml
             duplex_session:
               max_sessions: 4
+    E309:
+        What it does: reports a key under speech_cache that the target's SpeechCacheConfig does not
+            have (0.31 on; read from the release's own class).
+        Why: SpeechCacheConfig is a strict pydantic config (extra="forbid"): start-up refuses the file.
+        Fails:
+            # options: --target-version 0.32.0rc1
+            base_config: minicpmo_4_5_turn.yaml
+            speech_cache:
+              resolve_max_gigabytes: 4
+        Passes:
+            # options: --target-version 0.32.0rc1
+            base_config: minicpmo_4_5_turn.yaml
+            speech_cache:
+              resolve_max_entries: 1024
     W305:
         What it does: reports a platform section for a platform vllm-omni does not know (cuda, rocm,
             npu, xpu, musa), or an unknown key in a platform section.
@@ -354,6 +378,8 @@ def check_keys(ctx: Context) -> list[Finding]:
     }
     if reads_top.get("duplex_session"):
         walker.mapping(root.get("duplex_session"), "$.duplex_session", "duplex_session", _duplex_unknown)
+    if reads_top.get("speech_cache") and walker.reads.keys("speech_cache"):
+        walker.mapping(root.get("speech_cache"), "$.speech_cache", "speech_cache", _speech_cache_unknown)
     for path, stage, place in _stage_entries(root):
         _check_stage(walker, stage, path, place)
     connectors = ctx.deployment.connectors()
@@ -370,6 +396,20 @@ def check_keys(ctx: Context) -> list[Finding]:
 
 def _top_unknown(name: str) -> tuple[Code, str]:
     return codes.W301, f"unknown top-level key '{name}': vllm-omni ignores it"
+
+
+def _speech_cache_said(name: str, version: str, said: str) -> str:
+    return (
+        f"vllm-omni {version} builds SpeechCacheConfig(**speech_cache), which forbids extra keys: "
+        f"'{name}' is refused at start-up ({said.split(';')[0]})"
+    )
+
+
+def _speech_cache_unknown(name: str) -> tuple[Code, str]:
+    return (
+        codes.E309,
+        f"unknown speech_cache key '{name}': SpeechCacheConfig forbids extra keys, vllm-omni refuses to start",
+    )
 
 
 def _duplex_unknown(name: str) -> tuple[Code, str]:

@@ -20,7 +20,7 @@ from typing import Any
 
 from omni_deploy.common import codes, jsonpath
 from omni_deploy.config.nodes import Map, Origin, Scalar, to_plain
-from omni_deploy.config.stage_schema import RESERVED_STAGE_KEYS
+from omni_deploy.config.stage_schema import RESERVED_STAGE_KEYS, stage_fields_data
 from omni_deploy.validate.check_pipeline import target_pipeline, target_stages
 from omni_deploy.validate.context import Context
 from omni_deploy.validate.findings import Finding, at
@@ -29,11 +29,16 @@ from omni_deploy.validate.rules import emits
 _LLM = ("llm_ar", "llm_generation")
 
 
-def _checked(stage: Map, legacy: set[str]) -> dict[str, tuple[Origin, Map | None]]:
-    """The keys upstream puts in the checked mapping: set fields, and every engine_extras key."""
+def _checked(stage: Map, legacy: set[str], reserved: frozenset[str]) -> dict[str, tuple[Origin, Map | None]]:
+    """The keys upstream puts in the checked mapping: set fields, and every engine_extras key.
+
+    `reserved`: the target's own wrapper keys (`_STAGE_RESERVED_KEYS` of that release: model_runner
+    is one from 0.31 on, an engine extra, hence checked and refused, in 0.30.0). Any other key of
+    the normalised stage is either a field of the target's StageDeployConfig or, for that release,
+    an engine extra: checked either way."""
     out: dict[str, tuple[Origin, Map | None]] = {}
     for key, entry in stage.entries.items():
-        if key in RESERVED_STAGE_KEYS or (isinstance(entry.node, Scalar) and entry.node.value is None):
+        if key in reserved or (isinstance(entry.node, Scalar) and entry.node.value is None):
             continue
         out[str(key)] = (entry.key_origin, entry.node if isinstance(entry.node, Map) else None)
     extras = stage.get("engine_extras")
@@ -41,6 +46,31 @@ def _checked(stage: Map, legacy: set[str]) -> dict[str, tuple[Origin, Map | None
         if str(key) not in legacy:
             out[str(key)] = (entry.key_origin, entry.node if isinstance(entry.node, Map) else None)
     return out
+
+
+@emits(codes.I308)
+def check_owners_known(ctx: Context) -> list[Finding]:
+    """Says where the target's typed-config ownership rule comes from when it is not its own.
+
+    I308:
+        What it does: for a target whose start-up builds the typed config, says when the owned stage
+            keys E315 checks against are borrowed from a release whose ownership code is the same
+            (compared by AST digest, not by version number), or unknown (then E315 is not checked).
+        Why: the owners come from the release's own vLLM classes; applying another release's to
+            this code could call a good file refused, or a refused one good.
+        Fails:
+            # options: --target-version 0.32.0
+            base_config: minicpmo_4_5_turn.yaml
+        Passes:
+            # options: --target-version 0.32.0rc1
+            base_config: minicpmo_4_5_turn.yaml
+    """
+    reads = ctx.target_reads
+    owners, source = reads.owners_status()
+    if not source or (owners is not None and reads.read_from is None):
+        return []
+    said = f"E315 checks stage keys against {source}" if owners else f"E315 is not checked: {source}"
+    return [at(None, ctx.file, codes.I308, "$", said)]
 
 
 @emits(codes.E315)
@@ -71,6 +101,7 @@ def check_stage_owners(ctx: Context) -> list[Finding]:
         return []
     name, _ = target_pipeline(ctx)
     legacy = set(owners["legacy_metadata_extras"])
+    reserved = _reserved(ctx)
     found: dict[tuple[str, int, str], tuple[Origin, str, list[str], str]] = {}
     diffusion: dict[tuple[str, int, str], tuple[Origin, str, list[str], str]] = {}
     for platform, view in ctx.applied.items():
@@ -78,10 +109,12 @@ def check_stage_owners(ctx: Context) -> list[Finding]:
             sid = to_plain(stage.get("stage_id"))
             kind = stages.get(sid) if isinstance(sid, int) else None
             if kind == "diffusion":
-                _note_diffusion(diffusion, _diffusion_refused(ctx, stage, owners, legacy), str(sid), platform)
+                _note_diffusion(
+                    diffusion, _diffusion_refused(ctx, stage, owners, legacy, reserved), str(sid), platform
+                )
             if kind not in _LLM:
                 continue
-            for field, where in _unowned(stage, owners, kind, legacy):
+            for field, where in _unowned(stage, owners, kind, legacy, reserved):
                 spot = found.setdefault((where.file, where.line, field), (where, str(sid), [], kind))
                 spot[2].append(platform)
     out = []
@@ -108,12 +141,25 @@ def check_stage_owners(ctx: Context) -> list[Finding]:
 _DIFFUSION_SHARED_ONLY = frozenset({"kv_cache_dtype", "seed"})
 
 
-def _unowned(stage: Map, owners: dict[str, Any], kind: str, legacy: set[str]) -> list[tuple[str, Origin]]:
+def _reserved(ctx: Context) -> frozenset[str]:
+    """The target's stage wrapper keys; for code whose schema is not known, the keys every release
+    reserves (the narrowest set: nothing is left unchecked silently)."""
+    own = ctx.target_reads.stage_reserved()
+    if own is not None:
+        return own
+    return frozenset.intersection(
+        RESERVED_STAGE_KEYS, *(frozenset(e["reserved"]) for e in stage_fields_data().values())
+    )
+
+
+def _unowned(
+    stage: Map, owners: dict[str, Any], kind: str, legacy: set[str], reserved: frozenset[str]
+) -> list[tuple[str, Origin]]:
     """(key, where) of an LLM stage's keys (and parallel_config names) its typed config does not own."""
     owned = set(owners["owned"][kind])
     parallel_names = set(owners["parallel_config"][kind])
     out = []
-    for key, (origin, node) in _checked(stage, legacy).items():
+    for key, (origin, node) in _checked(stage, legacy, reserved).items():
         if key not in owned:
             out.append((key, origin))
         if key == "parallel_config" and node is not None:
@@ -136,7 +182,7 @@ def _note_diffusion(
 
 
 def _diffusion_refused(
-    ctx: Context, stage: Map, owners: dict[str, Any], legacy: set[str]
+    ctx: Context, stage: Map, owners: dict[str, Any], legacy: set[str], reserved: frozenset[str]
 ) -> list[tuple[str, Origin, str]]:
     """(key, where, why) for each key a diffusion stage's typed config path refuses: a shared-only
     engine field (config/omni_config.py:1430-1436), else a key its diffusion config does not own
@@ -145,7 +191,7 @@ def _diffusion_refused(
     shared_at, unknown_at = reads.fact("diffusion_shared_only"), reads.fact("diffusion_unknown_field")
     owned = set(owners["owned"].get("diffusion", ()))
     out = []
-    for key, (origin, _) in _checked(stage, legacy).items():
+    for key, (origin, _) in _checked(stage, legacy, reserved).items():
         if shared_at and key in _DIFFUSION_SHARED_ONLY:
             why = (f"a diffusion stage cannot consume the shared engine field ({shared_at}); set it per "
                    "request (sampling parameters) or use the diffusion-owned field")  # fmt: skip

@@ -24,14 +24,15 @@ def check_typed_values(ctx: Context) -> list[Finding]:
     """Stage values the target's typed config refuses, after each platform section is applied.
 
     E319:
-        What it does: where the target builds the typed config at start-up (0.30.0), reports a stage
+        What it does: where the target builds the typed config at start-up (0.30.0 on), reports a stage
             whose max_num_batched_tokens is below its max_num_seqs (at both; OmniStageSchedulerConfig,
             config/omni_config.py:603-608) and a num_weight_load_threads below 1 (:518), per platform;
             async_chunk modes that differ on the two ends of an async-chunk edge, a platform section's
             included (config/stage_config.py:942-957); kv_transfer_config on a stage while async_chunk
             is on (config/omni_config.py:337-340); an empty duplex_session.server_vad_model_path
-            (config/stage_config.py:559-562); a kv_cache_dtype or dtype name vLLM 0.30.0 does not
-            know (vllm/config/cache.py:39, vllm/config/model.py:2345); a diffusion stage's use_hsdp
+            (config/stage_config.py:559-562); a kv_cache_dtype or dtype name the release's vLLM does
+            not know (vLLM 0.30.0: vllm/config/cache.py:39, vllm/config/model.py:2346; stored per
+            release with its typed-config owners); a diffusion stage's use_hsdp
             with hsdp_shard_size -1 and no other parallelism (config/omni_config.py:761-763).
         Why: the typed config (or vLLM's model config, for dtype) raises before any engine starts.
         Fails:
@@ -85,10 +86,6 @@ def check_typed_values(ctx: Context) -> list[Finding]:
     return [_on(finding, platforms) for finding, platforms in found.values()]
 
 
-# vllm-omni config/omni_config.py:736 (0.30.0; knowledge fact vae_parallel_mode_values).
-_VAE_MODES = ("tile", "spatial_shard_height", "spatial_shard_width")
-
-
 def _flag(node: Node | None, default: bool | None) -> bool | None:
     return node.value if isinstance(node, Scalar) and isinstance(node.value, bool) else default
 
@@ -108,41 +105,32 @@ def _deploy_refusals(ctx: Context, applied: PlatformApplied) -> list[_Said]:
     ]
 
 
-# The names vLLM 0.30.0 (the vLLM vllm-omni 0.30.0 runs on) accepts: CacheDType
-# (vllm/config/cache.py:39, a Literal the typed config's OmniStageCacheConfig validates) and the
-# model dtypes (vllm/config/model.py:2238-2244, "Unknown dtype" at :2345).
-_VLLM_NAMES = {
-    "kv_cache_dtype": (
-        ("auto", "float16", "bfloat16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc", "fp8_ds_mla",
-         "nvfp4_ds_mla", "turboquant_k8v4", "turboquant_4bit_nc", "turboquant_k3v4_nc",
-         "turboquant_3bit_nc", "int4_per_token_head", "int8_per_token_head", "fp8_per_token_head",
-         "nvfp4", "nvfp4_4over6"),
-        "vllm/config/cache.py:39",
-    ),
-    "dtype": (("auto", "half", "float16", "float", "float32", "bfloat16"), "vllm/config/model.py:2345"),
-}  # fmt: skip
-
-
 def _dtype_names(ctx: Context, applied: PlatformApplied) -> list[_Said]:
     """A kv_cache_dtype or dtype name vLLM does not know, on an LLM stage (a diffusion stage refuses
-    kv_cache_dtype outright: E315). Only for the release whose vLLM these names are read from."""
-    from omni_deploy.knowledge.versions import major_minor
+    kv_cache_dtype outright: E315). The names are those of the vLLM the release runs on (CacheDType,
+    a Literal the typed config's OmniStageCacheConfig validates, and the model dtypes, "Unknown
+    dtype" otherwise), stored with the release's typed-config owners (tools/generate_owners.py);
+    where those are unknown, so is this rule (I308 says so)."""
     from omni_deploy.validate.check_pipeline import target_stages
 
-    if major_minor(ctx.target_reads.basis) != (0, 30) or not ctx.target_reads.fact("typed_config_at_startup"):
+    owners = ctx.target_reads.owners()
+    names_of = owners.get("vllm_names") if owners else None
+    if not names_of:
         return []
     kinds = target_stages(ctx) or {}
+    vllm = owners["generated_with"]["vllm"] if owners else "?"
     out: list[_Said] = []
     for stage in applied.stages:
         sid = to_plain(stage.get("stage_id"))
         if isinstance(sid, int) and kinds.get(sid) == "diffusion":
             continue
-        for key, (names, at_line) in _VLLM_NAMES.items():
+        for key, known in names_of.items():
+            names, at_line = known["names"], known["at"]
             node = stage_value(stage, key)
             value = node.value if isinstance(node, Scalar) else None
             if isinstance(value, str) and value.lower() not in names:
                 out.append((node, f"{jsonpath.stage(sid)}.{key}",
-                            f"{key} {value!r} is not a name vLLM knows ({', '.join(names)}): refused at "
+                            f"{key} {value!r} is not a name vLLM {vllm} knows ({', '.join(names)}): refused at "
                             f"start-up on {{platform}} ({at_line})"))  # fmt: skip
     return out
 
@@ -193,10 +181,13 @@ def _kv_transfer(ctx: Context, applied: PlatformApplied) -> list[_Said]:
 
 
 def _vae_modes(ctx: Context, applied: PlatformApplied) -> list[_Said]:
-    """A diffusion stage's vae_parallel_mode (flat or in parallel_config) outside the three modes."""
+    """A diffusion stage's vae_parallel_mode (flat or in parallel_config) outside the target's modes
+    (0.30.0: tile and the two spatial shards; 0.32 adds batch), read from the release's own test."""
     from omni_deploy.validate.check_pipeline import target_stages
 
-    vae_at = ctx.target_reads.fact("vae_parallel_mode_values")
+    known = (ctx.target_reads.stage_schema or {}).get("vae_parallel_modes")
+    vae_at = str(known["at"]) if known and ctx.target_reads.fact("vae_parallel_mode_values") else None
+    modes: list[str] = list(known["names"]) if known else []
     kinds = (target_stages(ctx) or {}) if vae_at else {}
     out: list[_Said] = []
     for stage in applied.stages:
@@ -209,9 +200,9 @@ def _vae_modes(ctx: Context, applied: PlatformApplied) -> list[_Said]:
             (parallel, f"{jsonpath.stage(sid)}.parallel_config"),
         ):
             mode = holder.get("vae_parallel_mode") if isinstance(holder, Map) else None
-            if isinstance(mode, Scalar) and mode.value not in _VAE_MODES:
+            if isinstance(mode, Scalar) and mode.value not in modes:
                 out.append((mode, f"{where}.vae_parallel_mode",
-                            f"vae_parallel_mode {mode.value!r} is not one of {', '.join(_VAE_MODES)}: the typed "
+                            f"vae_parallel_mode {mode.value!r} is not one of {', '.join(modes)}: the typed "
                             f"config refuses it at start-up on {{platform}} ({vae_at})"))  # fmt: skip
     return out
 

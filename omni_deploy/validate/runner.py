@@ -24,7 +24,7 @@ from omni_deploy.validate.check_connector_setup import check_connector_setup
 from omni_deploy.validate.check_keys import check_keys
 from omni_deploy.validate.check_load import load_deployment
 from omni_deploy.validate.check_multi_node import check_multi_node
-from omni_deploy.validate.check_owners import check_stage_owners
+from omni_deploy.validate.check_owners import check_owners_known, check_stage_owners
 from omni_deploy.validate.check_pipeline import check_async_chunk, check_pipeline_release
 from omni_deploy.validate.check_platform import check_platform_readers, check_platform_rules
 from omni_deploy.validate.check_server import check_server, run_server_check, settled_by_server
@@ -60,6 +60,7 @@ CHECKS: list[Callable[[Context], list[Finding]]] = [
     check_pipeline_release,
     check_async_chunk,
     check_stage_owners,
+    check_owners_known,
     check_multi_node,
     check_server,
 ]

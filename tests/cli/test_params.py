@@ -49,6 +49,27 @@ def test_unknown_versions_are_refused(given: str) -> None:
     assert result.exit_code == 2 and "0.30.0" in result.output
 
 
+@pytest.mark.parametrize("given", ["0.31.0rc1", "0.32.0rc1"])
+def test_pre_releases_are_taken_exactly(given: str) -> None:
+    assert _run("--target-version", given).output.split()[2] == given
+
+
+def test_a_newer_release_says_it_is_not_known_yet_and_how_it_would_be_judged() -> None:
+    result = _run("--target-version", "0.32.0")
+    assert result.exit_code == 2
+    said = " ".join(result.output.split())
+    for part in ("vllm-omni 0.32.0 is not known yet", "--vllm-omni-source", "0.32.0rc1's typed-config rules",
+                 "python -m omni_deploy.knowledge.generate --add 0.32.0"):  # fmt: skip
+        assert part in said, said
+
+
+def test_installed_newer_release_is_taken(monkeypatch: pytest.MonkeyPatch) -> None:
+    import omni_deploy.common.bundled as bundled
+
+    monkeypatch.setattr(bundled, "installed_version", lambda name: "0.32.0")
+    assert _run("--target-version", "0.32.0").output.split()[2] == "0.32.0"
+
+
 def test_installed_version(monkeypatch: pytest.MonkeyPatch) -> None:
     import omni_deploy.common.bundled as bundled
 

@@ -31,10 +31,18 @@ def test_messages_name_the_versions_that_read_it() -> None:
     status = readers.status("code2wav", "ref_audio_max_seconds", resolve_target("0.28.0"))
     assert (
         status.message
-        == "'ref_audio_max_seconds' is read by vllm-omni 0.30.0 only; vllm-omni 0.28.0 ignores it"
+        == "'ref_audio_max_seconds' is read by vllm-omni 0.30.0-0.32.0rc1 only; vllm-omni 0.28.0 ignores it"
     )
-    none = readers.status("code2wav", "micro_batch_size", resolve_target("0.30.0"))
-    assert none.message == "'micro_batch_size' is read by no vllm-omni release; vllm-omni 0.30.0 ignores it"
+    none = readers.status("code2wav", "connector_get_sleep_s", resolve_target("0.32.0rc1"))
+    assert none.message == (
+        "'connector_get_sleep_s' is read by no vllm-omni release; vllm-omni 0.32.0rc1 ignores it"
+    )
+    # 0.31 reads the CFM micro-batch (0.31.0rc1 model_executor/models/minicpmo_4_5/minicpmo_4_5_code2wav.py:284).
+    later = readers.status("code2wav", "micro_batch_size", resolve_target("0.30.0"))
+    assert later.message == (
+        "'micro_batch_size' is read by vllm-omni 0.31.0rc1-0.32.0rc1 only; vllm-omni 0.30.0 ignores it"
+    )
+    assert _kind("code2wav", "micro_batch_size", "0.32.0rc1") == readers.READ
 
 
 def test_typo_candidates_include_other_readers() -> None:

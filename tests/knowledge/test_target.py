@@ -34,7 +34,7 @@ def test_patch_release_uses_its_minor() -> None:
 
 def test_unknown_target_without_code_stands_in_and_says_so() -> None:
     reads = target.resolve_target("main")
-    assert not reads.exact and reads.basis == RELEASED
+    assert not reads.exact and reads.basis == RELEASES[-1]  # the newest release known, pre-release or not
     assert "standing in for main" in reads.source
     assert reads.reads("code2wav", "token2wav_device_spk") is None  # never claimed without code
 
@@ -61,4 +61,28 @@ def test_describe_versions() -> None:
     assert target.describe_versions([]) == "no release"
     assert target.describe_versions(["0.26.0", "0.28.0", "0.30.0"]) == "0.26.0-0.30.0"
     assert target.describe_versions(["0.20.0", "0.24.0"]) == "0.20.0, 0.24.0"
-    assert target.versions_reading("code2wav", "ref_audio_max_seconds") == ["0.30.0"]
+    assert target.versions_reading("code2wav", "ref_audio_max_seconds") == [
+        "0.30.0",
+        "0.31.0rc1",
+        "0.32.0rc1",
+    ]
+    assert target.describe_versions(["0.30.0", "0.31.0rc1", "0.32.0rc1"]) == "0.30.0-0.32.0rc1"
+    assert target.versions_reading("code2wav", "micro_batch_size") == ["0.31.0rc1", "0.32.0rc1"]
+
+
+def test_a_final_after_a_known_pre_release_is_not_that_pre_release() -> None:
+    """0.32.0 runs other code than 0.32.0rc1: without its code it stands in, said as such; a final
+    patch release still runs its minor's final release's code."""
+    final = target.resolve_target("0.32.0")
+    assert not final.exact and final.basis == "0.32.0rc1" and "standing in for 0.32.0" in final.source
+    assert target.resolve_target("0.30.1").basis == "0.30.0"
+    assert not target.resolve_target("0.31.0.dev5").exact  # a dev build is not 0.31.0rc1
+
+
+def test_pre_releases_order_before_their_final() -> None:
+    from omni_deploy.knowledge.versions import is_newer_than_known, order
+
+    assert order("0.31.0.dev5") < order("0.31.0rc1") < order("0.31.0") < order("0.32.0rc1") < order("0.32.0")
+    assert sorted(RELEASES, key=order) == list(RELEASES)
+    assert is_newer_than_known("0.32.0") and not is_newer_than_known("0.32.0rc1")
+    assert RELEASED == "0.30.0"  # the newest final release: the default target without an install

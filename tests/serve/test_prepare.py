@@ -46,7 +46,7 @@ def _request(dry_run: bool, skip_preflight: bool = False) -> ServeRequest:
         platform="cuda", platform_origin="--platform auto found no accelerator on this host"
     )
     return ServeRequest(str(BENCH), "cuda", "0.30.0", launch, dry_run=dry_run, skip_preflight=skip_preflight,
-                        target_from="newest release")  # fmt: skip
+                        target_from="newest final release")  # fmt: skip
 
 
 @pytest.mark.parametrize("skip_preflight", [False, True])
@@ -71,7 +71,7 @@ def test_the_dry_run_names_its_assumptions() -> None:
     text = dry_run_text(prepared, "text", "cuda", real_run_outcome(prepared, False, "no accelerator found"))
     assumed = [line for line in text.splitlines() if line.startswith("assumed: ")]
     assert assumed[0] == "assumed: platform cuda (--platform auto found no accelerator on this host)"
-    assert assumed[1] == "assumed: checked against vllm-omni 0.30.0 (newest release)"
+    assert assumed[1] == "assumed: checked against vllm-omni 0.30.0 (newest final release)"
     assert assumed[2].startswith(
         "assumed: speaker backend decided for this host as probed: torch no, onnx no"
     )

@@ -40,6 +40,16 @@ KNOWN: dict[tuple[str, str, str], str] = {
     # glm_image, which 0.30.0's typed config has no owner for: config/omni_config.py:1324 refuses it
     # on NPU (the server check, run on this file with --platform npu, raises exactly that).
     ("0.30.0", "glm_image.yaml", "E315"): "npu: stage 0 sequence_parallel_size, scheduler_cls; omni_config.py:1324",
+    # The same npu section, still unowned in 0.31.0rc1 (omni_config.py:1291) and 0.32.0rc1
+    # (omni_config.py:1355): vllm-omni 0.32.0rc1's own start-up, run by the server check on this file
+    # with --platform npu, refuses it too (issue 39). Its stage model_runner, a wrapper key from 0.31
+    # on (stage_config.py `_STAGE_RESERVED_KEYS`), is not among them: the files that set it pass.
+    ("0.31.0rc1", "glm_image.yaml", "E315"): "npu: stage 0 sequence_parallel_size, scheduler_cls; omni_config.py:1291",
+    ("0.32.0rc1", "glm_image.yaml", "E315"): "npu: stage 0 sequence_parallel_size, scheduler_cls; omni_config.py:1355",
+    # An H200 profile whose base (minicpmo_4_5.yaml) has an npu section, so it is checked for npu too;
+    # there 0.32.0rc1's NPU Code2Wav raises on code2wav_bfloat16_attention_cache: true when it builds
+    # (platforms/npu/models/minicpmo_4_5_code2wav.py:342-346). On cuda the file is clean.
+    ("0.32.0rc1", "minicpmo_4_5_duplex_h200.yaml", "E373"): "npu only; minicpmo_4_5_code2wav.py:342",
     # Warnings: tight memory shares (what is left for activations and the CUDA context).
     ("*", "indextts2_low_latency.yaml", "W351"): f"stages 0 and 1 share GPU 0 at 0.6 + 0.4 = 1.0; {MEMORY}",
     ("*", "moss_sound_effect.yaml", "W351"): f"0.85 + 0.12 = 0.97 of GPU 0; {MEMORY}",
@@ -48,6 +58,11 @@ KNOWN: dict[tuple[str, str, str], str] = {
     ("*", "voxtral_tts.yaml", "W351"): f"its xpu section puts 0.7 + 0.28 = 0.98 on one device; {MEMORY}",
     ("0.30.0", "nemotron_labs_voicechat_duplex.yaml", "W340"): "stage 1 hf_overrides replaces the base's "
     "mapping whole: config/stage_config.py:681-703 (0.30.0) deep-merges only the five keys of _DEEP_MERGE_KEYS",
+    ("0.31.0rc1", "nemotron_labs_voicechat_duplex.yaml", "W340"): "the same; _DEEP_MERGE_KEYS unchanged in 0.31",
+    ("0.32.0rc1", "nemotron_labs_voicechat_duplex.yaml", "W340"): "the same; _DEEP_MERGE_KEYS unchanged in 0.32",
+    # Its npu stage 2 additional_config replaces the base's, dropping cfm_graph_batch_buckets: the file's
+    # own comment says "stage fields merge by replacement" (0.32.0rc1 stage_config.py _merge_stage_lists).
+    ("0.32.0rc1", "minicpmo_4_5_stage2_replicas.yaml", "W340"): "npu stage 2 additional_config replaced whole",
     # W310s left: only the connector polling keys (CONNECTOR_POLLING), read by no release. The ones
     # this table used to list were false: 0.26.0 reads codec_chunk_frames/codec_left_context_frames in
     # model_executor/stage_input_processors/minicpmo_4_5_omni.py:133-134, and 0.22.0 hands a diffusion
