@@ -15,16 +15,14 @@ import yaml
 
 from tests.k8s.kube import ROOT, containers, gpu_total, pod_specs, validate_object
 from tests.support import upstream
-from tests.support.profiles import DEPLOY, STATIC_032_PENDING, profiles, release_of
+from tests.support.profiles import DEPLOY, profiles, release_of
 
 DATA = ROOT / "tests" / "data" / "k8s"
 SECRET_VALUE = "hf_k8s_test_token_value"
 # The profiles for 0.30.0 (each profile's first line names its release: tests/support/profiles.py);
 # the 0.32.0rc1 one is rendered for its own release below.
 BUNDLED = [p for p in profiles() if release_of(p) == "0.30.0"]
-FOR_032 = [
-    pytest.param(p, marks=STATIC_032_PENDING, id=p.name) for p in profiles() if release_of(p) == "0.32.0rc1"
-]
+FOR_032 = [pytest.param(p, id=p.name) for p in profiles() if release_of(p) == "0.32.0rc1"]
 OPERATIONS = ["PodDisruptionBudget", "NetworkPolicy"]  # after the workload and its Service
 
 

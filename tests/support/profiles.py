@@ -13,12 +13,12 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
 _FOR = re.compile(r"^# For vllm-omni (\d+\.\d+\.\d+(?:rc\d+)?)\b")
-# The static tier's rules for 0.32.0rc1 (the typed config's owner of model_runner, the Code2Wav keys
-# generation_first_chunk_express*, connector_get_* read by no release) are issue 39's other half
-# (branch i39): until they land, validate's static tier calls the 0.32 profile's own bases wrong.
-# Strict: this fails as soon as they land, and the mark must go.
+# Under --strict, the 0.32 profile fails on its bases alone: vllm-omni 0.32.0rc1's own
+# minicpmo_4_5.yaml sets connector_get_sleep_s / connector_get_max_wait(_first_chunk), which no
+# release's code reads (W310, true: no reader in the 0.32.0rc1 wheel). Strict: if a release starts
+# reading them, or the bases change, this fails and the mark must go.
 STATIC_032_PENDING = pytest.mark.xfail(
-    strict=True, reason="0.32.0rc1's static rules (model_runner owner, W303/W310 on its own bases) are i39's"
+    strict=True, reason="0.32.0rc1's own minicpmo_4_5.yaml sets connector_get_* keys no release reads (W310)"
 )
 
 
