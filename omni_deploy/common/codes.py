@@ -116,6 +116,7 @@ W360 = _declare("W360", WARNING, "HiFT capture batch sizes not positive, duplica
 W361 = _declare("W361", WARNING, "CFM micro_batch_size above Code2Wav's max_num_seqs", _V + "micro_batch_above_capacity.yaml")
 W362 = _declare("W362", WARNING, "Talker KV budget holds fewer tokens than max_num_seqs x max_model_len", _V + "talker_kv_too_small.yaml")
 I364 = _declare("I364", INFO, "Talker KV capacity not checked without --model-config", _V + "talker_kv_unchecked.yaml")
+E365 = _declare("E365", ERROR, "vLLM's scheduler config refuses the stage: max_num_batched_tokens below max_model_len with chunked prefill off", _V + "scheduler_refuses.yaml")
 W363 = _declare("W363", WARNING, "max_num_batched_tokens below max_model_len with chunked prefill off", _V + "batched_below_model_len.yaml")
 # Platforms.
 E370 = _declare("E370", ERROR, "model_runner v2 on a platform that does not support it (npu, xpu)", _V + "runner_v2_on_npu.yaml")
@@ -126,6 +127,7 @@ E380 = _declare("E380", ERROR, "code2wav_initial_batch_size below code2wav_min_b
 # Several nodes (validate --gpus-per-node, and k8s): what cannot work once stages are spread.
 E390 = _declare("E390", ERROR, "a shared-memory connector joins stages placed on different nodes", _V + "cross_node_shm.yaml")
 E391 = _declare("E391", ERROR, "a stage needs more GPUs than one node has (--gpus-per-node)", _V + "stage_wider_than_node.yaml")
+E392 = _declare("E392", ERROR, "a stage's devices do not match its parallel sizes (tp x dp x pp, replicas): refused before any engine starts", _V + "device_layout.yaml")
 # The server check: vllm-omni's own start-up config code, run in a child process.
 E395 = _declare("E395", ERROR, "vllm-omni's own start-up config code refuses the file (server check)", _V + "server_check_refuses.yaml")
 E396 = _declare("E396", ERROR, "vllm-omni's connector set-up fails; it logs a warning and starts with no connector configuration (server check)", _V + "server_check_connector_setup.yaml")

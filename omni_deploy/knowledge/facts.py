@@ -120,6 +120,16 @@ FACTS = (
          "a diffusion stage's vae_parallel_mode must be tile, spatial_shard_height or spatial_shard_width"),
     Fact("hsdp_auto_shard_refusal", ("vllm_omni/config/omni_config.py",), r"Cannot auto-calculate hsdp_shard_size",
          "a diffusion stage with use_hsdp, hsdp_shard_size -1 (the default) and no other parallelism is refused"),
+    # The stage runtime's device layout, before any engine starts (issue 42): the raising lines.
+    Fact("stage_device_layout", ("vllm_omni/engine/stage_init_utils.py",), r"raise ValueError\(message\) from e",
+         "a stage whose devices are neither tp x dp x pp nor num_replicas times it is refused before any engine starts",
+         after=r"def _check_stage_device_layout\("),
+    Fact("replica_device_split", ("vllm_omni/engine/stage_init_utils.py",), r"^    raise ValueError\($",
+         "a stage with num_replicas > 1 needs devices for one replica (a template) or for all of them",
+         after=r"def split_devices_for_replicas\("),
+    Fact("replica_template_offsets", ("vllm_omni/engine/stage_init_utils.py",), r"raise ValueError\($",
+         "a replica template's device offsets must lie in [0, devices per replica)",
+         after=r"bad = \[a for a in offsets if not"),
     Fact("engine_args_win", ("vllm_omni/config/stage_config.py",), r'if "engine_args" in stage_data:',
          "a stage's engine_args are applied over its flat keys: engine_args.K wins over a flat K"),
     # Connector set-up (the 1->2 edge Code2Wav reads).

@@ -21,6 +21,7 @@ from omni_deploy.validate.check_capacity import (
     check_minicpmo_capacity,
 )
 from omni_deploy.validate.check_connector_setup import check_connector_setup
+from omni_deploy.validate.check_device_layout import check_device_layout
 from omni_deploy.validate.check_keys import check_keys
 from omni_deploy.validate.check_load import load_deployment
 from omni_deploy.validate.check_multi_node import check_multi_node
@@ -54,6 +55,7 @@ CHECKS: list[Callable[[Context], list[Finding]]] = [
     check_gpu_memory,
     check_minicpmo_capacity,
     check_batched_tokens,
+    check_device_layout,
     check_typed_values,
     check_platform_rules,
     check_platform_readers,
