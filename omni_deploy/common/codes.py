@@ -77,6 +77,8 @@ E124 = _declare("E124", ERROR, "stages is not a list", _L + "stages_not_list.yam
 E130 = _declare("E130", ERROR, "model_runner is neither v1 nor v2", _V + "model_runner_v3.yaml")
 # Schema: a value of the wrong type or out of bounds.
 E201 = _declare("E201", ERROR, "a value of the wrong type or out of bounds (JSON Schema)", _V + "negative_kv_budget.yaml")
+I202 = _declare("I202", INFO, "a value of another type that its reader converts to what it says (pydantic lax mode, int(), the plugin's switches)", _V + "coerced_values.yaml")
+W203 = _declare("W203", WARNING, "a quoted false in a switch read with bool(): any non-empty string is true, so it turns the switch on", _V + "coerced_values.yaml")
 # Keys: unknown, misplaced, or not read by the target version.
 W301 = _declare("W301", WARNING, "unknown top-level key: vllm-omni ignores it", _V + "unknown_top_key.yaml")
 W302 = _declare("W302", WARNING, "stage key that is neither a stage field nor a vLLM engine argument", _V + "unknown_stage_key.yaml")

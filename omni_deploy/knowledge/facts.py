@@ -94,6 +94,8 @@ FACTS = (
          "num_replicas is cast with int(): a string of digits is accepted"),
     Fact("code2wav_values_int_cast", (_CODE2WAV,), r'"codec_chunk_frames": int\(extra\.get\("codec_chunk_frames"',
          "Code2Wav casts codec_chunk_frames and codec_left_context_frames with int(): a string of digits is accepted"),
+    Fact("code2wav_flag_bool_cast", (_CODE2WAV,), r'"enabled": bool\(extra\.get\("enable_cfm_graph"',
+         "Code2Wav reads its switches (enable_cfm_graph, enable_hift_graph, ...) with bool(): a quoted \"false\" is true"),
     Fact("code2wav_chunk_refusal", (_CODE2WAV,), r"Invalid MiniCPM-o connector chunk configuration",
          "Code2Wav refuses codec_chunk_frames <= 0 or codec_left_context_frames < 0 in the connector it reads"),
     Fact("code2wav_initial_batch_refusal", (_CODE2WAV,), r"code2wav_initial_batch_size must be 0 or >= code2wav_min_batch_size",

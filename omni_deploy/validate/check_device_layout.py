@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from omni_deploy.common import codes, jsonpath
-from omni_deploy.config.nodes import Map, Node, Scalar, to_plain
+from omni_deploy.config.nodes import Map, Scalar, to_plain
 from omni_deploy.config.stage_process import stage_value
 from omni_deploy.validate.context import Context
 from omni_deploy.validate.findings import Finding, at

@@ -20,6 +20,7 @@ from omni_deploy.validate.check_capacity import (
     check_gpu_memory,
     check_minicpmo_capacity,
 )
+from omni_deploy.validate.check_coercions import check_coercions
 from omni_deploy.validate.check_connector_setup import check_connector_setup
 from omni_deploy.validate.check_device_layout import check_device_layout
 from omni_deploy.validate.check_keys import check_keys
@@ -45,6 +46,7 @@ from omni_deploy.validate.server_check.run import ServerRun
 
 CHECKS: list[Callable[[Context], list[Finding]]] = [
     check_schema,
+    check_coercions,
     check_keys,
     check_stage_ids,
     check_platform_entries,

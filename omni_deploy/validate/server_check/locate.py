@@ -98,9 +98,15 @@ LAYOUT_KEYS = (
 _LAYOUT_PHRASES = ("device layout is inconsistent", "(per-replica template)", "template-mode device")
 
 
+def _named_part(message: str) -> str:
+    """The part of a message that names settings: vLLM's SchedulerConfig is built with every
+    scheduler argument, and pydantic's "[type=..., input_value=ArgsKwargs(...)]" dumps them all (a
+    typed-config model's dump, a few keys, does name the one at fault: kept)."""
+    return message.split(" [type=", 1)[0] if "for SchedulerConfig" in message else message
+
+
 def _names(refusal: Refusal) -> list[str]:
-    # pydantic's "[type=value_error, input_value=ArgsKwargs(...)]" dumps every argument: not named
-    message = refusal.message.split(" [type=", 1)[0]
+    message = _named_part(refusal.message)
     if any(phrase in message for phrase in _LAYOUT_PHRASES):
         return list(LAYOUT_KEYS)
     named = [key for phrase, key in _PHRASES.items() if phrase in message]
@@ -253,7 +259,7 @@ def places(refusal: Refusal, config: Map) -> list[Place]:
     wanted_stage = int(match.group(1)) if match else None
     # "max_num_batched_tokens (2) must be >= max_num_seqs (8)": a key stated with its value is the
     # key that holds that value (not every stage's max_num_seqs).
-    stated = dict(_STATED.findall(refusal.message.split(" [type=", 1)[0]))
+    stated = dict(_STATED.findall(_named_part(refusal.message)))
     found = named_places(config, _names(refusal), wanted_stage, refusal.platform, stated)
     if refusal.message.startswith("Undefined connector reference"):
         # The reference is the fault, not the connector of that name elsewhere.
