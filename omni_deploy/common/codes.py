@@ -122,10 +122,13 @@ W362 = _declare("W362", WARNING, "Talker KV budget holds fewer tokens than max_n
 I364 = _declare("I364", INFO, "Talker KV capacity not checked without --model-config", _V + "talker_kv_unchecked.yaml")
 E365 = _declare("E365", ERROR, "vLLM's scheduler config refuses the stage: max_num_batched_tokens below max_model_len with chunked prefill off", _V + "scheduler_refuses.yaml")
 W363 = _declare("W363", WARNING, "max_num_batched_tokens below max_model_len with chunked prefill off", _V + "batched_below_model_len.yaml")
+I366 = _declare("I366", INFO, "Code2Wav's setup or prompt cache holds fewer voices than a forward batches (max_num_seqs)", _V + "code2wav_caches.yaml")
+I367 = _declare("I367", INFO, "GPU memory Code2Wav's setup cache holds (about 0.36 GiB a voice, measured), outside vLLM's accounting", _V + "code2wav_caches.yaml")
 # Platforms.
 E370 = _declare("E370", ERROR, "model_runner v2 on a platform that does not support it (npu, xpu)", _V + "runner_v2_on_npu.yaml")
 I371 = _declare("I371", INFO, "CUDA-only Code2Wav switch that has no effect on another platform", _V + "cuda_only_switch_elsewhere.yaml")
 E373 = _declare("E373", ERROR, "Code2Wav option a platform's own Code2Wav refuses (code2wav_bfloat16_attention_cache on NPU)", _V + "npu_bf16_attention_cache.yaml")
+W374 = _declare("W374", WARNING, "token2wav_device_prepare: true where the CUDA CAM++ path is off: the switch has no effect", _V + "code2wav_caches.yaml")
 W372 = _declare("W372", WARNING, "NPU graph switch in a connector extra instead of stage 2's additional_config", _V + "npu_graph_in_connector.yaml")
 E380 = _declare("E380", ERROR, "code2wav_initial_batch_size below code2wav_min_batch_size", _V + "code2wav_types.yaml")
 # Several nodes (validate --gpus-per-node, and k8s): what cannot work once stages are spread.

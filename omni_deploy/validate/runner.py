@@ -20,6 +20,7 @@ from omni_deploy.validate.check_capacity import (
     check_gpu_memory,
     check_minicpmo_capacity,
 )
+from omni_deploy.validate.check_code2wav_caches import check_code2wav_caches
 from omni_deploy.validate.check_coercions import check_coercions
 from omni_deploy.validate.check_connector_setup import check_connector_setup
 from omni_deploy.validate.check_device_layout import check_device_layout
@@ -57,6 +58,7 @@ CHECKS: list[Callable[[Context], list[Finding]]] = [
     check_gpu_memory,
     check_minicpmo_capacity,
     check_batched_tokens,
+    check_code2wav_caches,
     check_device_layout,
     check_typed_values,
     check_platform_rules,
