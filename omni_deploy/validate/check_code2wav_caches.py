@@ -15,6 +15,7 @@ took 1270-1287 ms on 0.30.0 and 822-948 ms on 0.32.0rc1 with the setup cache at 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from omni_deploy.common import codes
 from omni_deploy.config.nodes import Map, Node, Origin, Scalar
@@ -155,7 +156,8 @@ def check_code2wav_caches(ctx: Context) -> list[Finding]:
         return out
     where = ctx.deployment.code2wav_extra_path
     setup, prompt, batch = caches.setup, caches.prompt, caches.batch
-    if setup is not None and batch is not None and setup.size < batch and _spot(setup, caches):
+    top = ctx.deployment.top.resolve()
+    if setup is not None and batch is not None and setup.size < batch and _spot(setup, caches, top):
         fix = None
         if setup.node is not None:
             old = str(setup.node.value)
@@ -166,7 +168,7 @@ def check_code2wav_caches(ctx: Context) -> list[Finding]:
         said = "" if setup.node is not None else " (the default)"
         out.append(
             at(
-                _spot(setup, caches),
+                _spot(setup, caches, top),
                 ctx.file,
                 codes.I366,
                 f"{where}.{SETUP_KEY}",
@@ -178,10 +180,10 @@ def check_code2wav_caches(ctx: Context) -> list[Finding]:
                 fix,
             )
         )
-    if prompt is not None and batch is not None and prompt.size < batch and _spot(prompt, caches):
+    if prompt is not None and batch is not None and prompt.size < batch and _spot(prompt, caches, top):
         out.append(
             at(
-                _spot(prompt, caches),
+                _spot(prompt, caches, top),
                 ctx.file,
                 codes.I366,
                 f"{where}.{PROMPT_KEY}",
@@ -207,16 +209,14 @@ def check_code2wav_caches(ctx: Context) -> list[Finding]:
     return out
 
 
-def _spot(cache: Cache, caches: Caches) -> Origin | None:
+def _spot(cache: Cache, caches: Caches, top: Path) -> Origin | None:
     """Where advice about `cache` points: at its value where a file sets it, else at the max_num_seqs
-    it falls short of where a file outside an installed package sets that (a bundled profile's own
-    defaults are upstream's choice, not advice for the operator); None: no advice."""
-    from omni_deploy.validate.blame import installed
-
+    it falls short of where the file validated sets that (a base's batch with the release's default
+    cache is the base's choice, said where the base is validated); None: no advice."""
     if cache.node is not None:
         return cache.node.origin
     batch = caches.batch_node
-    if batch is None or batch.origin.layer == "default" or installed(batch.origin.file):
+    if batch is None or batch.origin.layer == "default" or Path(batch.origin.file).resolve() != top:
         return None
     return batch.origin
 

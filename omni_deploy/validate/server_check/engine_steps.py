@@ -128,9 +128,16 @@ def _run(steps: Any, config: Any, model: str) -> None:
 
 
 def _needs_the_model(exc: BaseException, model: str) -> bool:
-    """An error of resolving the model (the check names none that exists: `model` is a placeholder):
-    some pipelines build a stage's engine arguments from subfolders of the model's snapshot."""
-    return model in str(exc) or type(exc).__module__.startswith("huggingface_hub")
+    """An error of resolving the model or a checkpoint a stage names (the check has no network, and
+    `model` is a placeholder): some pipelines build a stage's engine arguments from the files of a
+    snapshot (a subfolder of the model's, or a stage's own checkpoint)."""
+    text = str(exc)
+    fetching = ("download failed", "cached snapshot", "local snapshot", "outgoing traffic has been disabled")
+    return (
+        model in text
+        or type(exc).__module__.startswith("huggingface_hub")
+        or (isinstance(exc, (RuntimeError, OSError)) and any(words in text for words in fetching))
+    )
 
 
 def _scheduler(args: dict[str, Any]) -> None:
