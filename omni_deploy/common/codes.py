@@ -110,11 +110,13 @@ W332 = _declare("W332", WARNING, "Code2Wav option in a connector stage 2 does no
 E334 = _declare("E334", ERROR, "wired connector without name: the connector set-up fails and the server starts with none", _V + "connector_without_name.yaml")
 E335 = _declare("E335", ERROR, "connector set-up failure (an edge's two connector classes differ, a wired extra: null): the server starts with no connector config", _V + "connector_setup.yaml")
 W333 = _declare("W333", WARNING, "connector wiring key not of the form from_stage_N / to_stage_N", _V + "connector_wiring.yaml")
+I326 = _declare("I326", INFO, "a file with no stages: vllm-omni starts the pipeline's defaults with no devices; k8s cannot place it", _V + "no_stages.yaml")
 W340 = _declare("W340", WARNING, "an overlay mapping replaces the base's whole, dropping keys", _V + "shallow_replace.yaml")
 W341 = _declare("W341", WARNING, "a flat stage key that the same stage's engine_args.KEY overrides: never read", _V + "flat_key_shadowed.yaml")
 # Capacity: GPU memory, KV budgets, MiniCPM-o batch coherence.
 E350 = _declare("E350", ERROR, "stages sharing a device ask for more than all of its memory", _V + "memory_over.yaml")
 W351 = _declare("W351", WARNING, "stages sharing a device leave less than 5 % of its memory", _V + "memory_tight.yaml")
+I353 = _declare("I353", INFO, "KV budget not checked against a card: no --gpu-memory-gib given", _V + "unstated.yaml")
 E352 = _declare("E352", ERROR, "KV budgets do not fit in the card (--gpu-memory-gib)", _V + "kv_budget_too_big.yaml")
 W360 = _declare("W360", WARNING, "HiFT capture batch sizes not positive, duplicated, or all above capacity", _V + "hift_sizes.yaml")
 W361 = _declare("W361", WARNING, "CFM micro_batch_size above Code2Wav's max_num_seqs", _V + "micro_batch_above_capacity.yaml")

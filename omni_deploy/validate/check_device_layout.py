@@ -17,6 +17,8 @@ from omni_deploy.validate.context import Context
 from omni_deploy.validate.findings import Finding, at
 from omni_deploy.validate.rules import emits
 
+_LLM = ("llm_ar", "llm_generation")
+
 
 @dataclass(frozen=True)
 class Layout:
@@ -37,6 +39,9 @@ def _int(stage: Map, key: str, falsy_default: bool) -> int | None:
     """int() of the stage's value as upstream casts it (`int(value or 1)` where `falsy_default`,
     else `int(value)` with None as 1); None for a value int() refuses (another finding's business)."""
     node = stage_value(stage, key)
+    parallel = stage_value(stage, "parallel_config")
+    if node is None and isinstance(parallel, Map):
+        node = parallel.get(key)  # a stage's parallel_config mapping: the typed config's parallel sizes
     value = node.value if isinstance(node, Scalar) else None
     if value is None or (falsy_default and not value):
         return 1
@@ -84,7 +89,7 @@ def replica_problem(shape: Layout) -> str | None:
         except ValueError:
             return "template"  # its own ValueError ("template-mode devices must be ints")
         bad = [o for o in offsets if not 0 <= o < per]
-        return f"offsets {bad} lie outside [0, {per})" if bad else None
+        return f"template offsets {bad} outside [0, {per})" if bad else None
     return f"{count} device id(s), where {per} (one replica) or {shape.replicas * per} (all {shape.replicas}) are needed"
 
 
@@ -100,6 +105,20 @@ def layout_problem(shape: Layout) -> str | None:
         f"pipeline_parallel_size {shape.pp} is {world}"
         + (f" (x num_replicas {shape.replicas}: {shape.replicas * world})" if shape.replicas > 1 else "")
     )
+
+
+def _problem(
+    shape: Layout, split_at: str | None, offsets_at: str | None, checked_at: str | None
+) -> tuple[str | None, str | None]:
+    """(what is wrong, the upstream line that raises) in the stage runtime's order: the replica split
+    (run over every stage first), then the device-layout check."""
+    if split_at:
+        problem = replica_problem(shape)
+        if problem is not None:
+            return problem, offsets_at if problem.startswith("template offsets") else split_at
+    if checked_at:
+        return layout_problem(shape), checked_at
+    return None, None
 
 
 @emits(codes.E392)
@@ -136,7 +155,9 @@ def check_device_layout(ctx: Context) -> list[Finding]:
     reads = ctx.target_reads
     checked_at = reads.fact("stage_device_layout")
     split_at, offsets_at = reads.fact("replica_device_split"), reads.fact("replica_template_offsets")
-    if not (checked_at or split_at):
+    # Verified by running the stage runtime's own steps from 0.30.0 on (the typed config at start-up);
+    # older releases start through their legacy stage configs, whose platform overlay differs.
+    if not (checked_at or split_at) or not reads.fact("typed_config_at_startup"):
         return []
     kinds = target_stages(ctx) or {}
     found: dict[tuple[str, int, int, str], tuple[Finding, list[str]]] = {}
@@ -146,12 +167,9 @@ def check_device_layout(ctx: Context) -> list[Finding]:
             shape = layout(stage)
             if not isinstance(sid, int) or isinstance(sid, bool) or shape is None:
                 continue
-            problem, cited = None, None
-            if kinds.get(sid) != "diffusion" and split_at:
-                problem = replica_problem(shape)
-                cited = offsets_at if problem and problem.startswith("offsets") else split_at
-            if problem is None and kinds.get(sid) != "diffusion" and checked_at:
-                problem, cited = layout_problem(shape), checked_at
+            if kinds.get(sid) not in _LLM:
+                continue  # a diffusion stage's layout is its parallel_config's world size; unknown: not judged
+            problem, cited = _problem(shape, split_at, offsets_at, checked_at)
             if problem is None or problem == "template":
                 continue
             message = (

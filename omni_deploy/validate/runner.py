@@ -39,6 +39,7 @@ from omni_deploy.validate.check_topology import (
     check_stage_ids,
 )
 from omni_deploy.validate.check_typed_values import check_typed_values
+from omni_deploy.validate.check_unstated import check_unstated
 from omni_deploy.validate.context import Context, Options
 from omni_deploy.validate.findings import ERROR, WARNING, Finding
 from omni_deploy.validate.rules import require_declared
@@ -67,6 +68,7 @@ CHECKS: list[Callable[[Context], list[Finding]]] = [
     check_async_chunk,
     check_stage_owners,
     check_multi_node,
+    check_unstated,
     check_server,
 ]
 
