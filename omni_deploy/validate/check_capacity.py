@@ -449,7 +449,7 @@ def check_batched_tokens(ctx: Context) -> list[Finding]:
               - stage_id: 2
                 max_num_batched_tokens: 65536
     """
-    from omni_deploy.validate.server_check.locate import named_places
+    from omni_deploy.validate.server_check.locate import Place, named_places
 
     refused = bool(ctx.target_reads.fact("typed_config_at_startup"))
     findings: dict[tuple[str, int, int, str], Finding] = {}
@@ -478,7 +478,9 @@ def check_batched_tokens(ctx: Context) -> list[Finding]:
             )
             hint = "raise max_num_batched_tokens to max_model_len, or turn enable_chunked_prefill on"
             stated = {"max_num_batched_tokens": f"{batched:g}", "max_model_len": f"{length:g}"}
-            spots = named_places(ctx.deployment.config, list(stated), None, platform, stated)
+            spots: list[Place | None] = [
+                *named_places(ctx.deployment.config, list(stated), None, platform, stated)
+            ]
             for spot in spots or [None]:
                 finding = at(spot.origin if spot else None, ctx.file, codes.E365,
                              spot.path if spot else f"{where}.max_num_batched_tokens", message, hint)  # fmt: skip

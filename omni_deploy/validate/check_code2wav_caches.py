@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from omni_deploy.common import codes
-from omni_deploy.config.nodes import Map, Node, Origin, Scalar
+from omni_deploy.config.nodes import Map, Node, Origin, Scalar, to_plain
 from omni_deploy.validate.context import Context
 from omni_deploy.validate.findings import Finding, at
 from omni_deploy.validate.rules import emits
@@ -160,7 +160,7 @@ def check_code2wav_caches(ctx: Context) -> list[Finding]:
     if setup is not None and batch is not None and setup.size < batch and _spot(setup, caches, top):
         fix = None
         if setup.node is not None:
-            old = str(setup.node.value)
+            old = str(to_plain(setup.node))
             fix = (
                 ((old, str(batch)), (f'"{old}"', str(batch)), (f"'{old}'", str(batch))),
                 f"set {SETUP_KEY} to {batch} (max_num_seqs)",

@@ -109,9 +109,7 @@ class _KeyWalker:
             if place in ("stage", "platform_stage"):
                 hint = "this version passes it to vLLM as an engine argument"
             self.add(origin, codes.W310, path, found.message, hint)
-        elif found.kind == UNKNOWN and place in ("stage", "platform_stage") and self._typed_owned(name):
-            pass  # the target's typed config owns it on every stage kind: read (0.30.0: use_v2_model_runner)
-        elif found.kind == UNKNOWN:
+        elif found.kind == UNKNOWN and not self._typed_owned(name, place):
             close = None
             if self.suggestions_left > 0:
                 self.suggestions_left -= 1
@@ -131,9 +129,12 @@ class _KeyWalker:
                 self.add(origin, code, path, message, _elsewhere(name, place, self._code2wav_at()))
         return found.kind not in (NOT_READ, REFUSED, LEGACY, UNKNOWN)
 
-    def _typed_owned(self, name: str) -> bool:
+    def _typed_owned(self, name: str, place: str) -> bool:
         """A stage key the target's typed config owns for every stage kind (knowledge/
-        typed_config_owners.json): vllm-omni reads it, whatever the engine-argument table says."""
+        typed_config_owners.json): vllm-omni reads it, whatever the engine-argument table says
+        (0.30.0: use_v2_model_runner, data_parallel_size)."""
+        if place not in ("stage", "platform_stage"):
+            return False
         owners = self.reads.owners()
         owned = owners.get("owned", {}) if owners is not None else {}
         return bool(owned) and all(name in keys for keys in owned.values())

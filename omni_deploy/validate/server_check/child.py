@@ -173,7 +173,7 @@ class _Release:
             finally:
                 self.omni_config._apply_platform_overrides = original
             out["steps"].append("stage_engines")
-            from engine_steps import stage_engine_steps  # type: ignore[import-not-found]
+            from engine_steps import stage_engine_steps
 
             stage_engine_steps(config, model, platform)
         else:
