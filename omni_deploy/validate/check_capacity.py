@@ -408,48 +408,85 @@ def _talker_kv(ctx: Context, talker_id: int) -> list[Finding]:
     return findings
 
 
-@emits(codes.W363)
+@emits(codes.E365, codes.W363)
 def check_batched_tokens(ctx: Context) -> list[Finding]:
     """Scheduling: a step's token budget against the longest sequence, where prompts cannot be chunked.
 
-    W363:
+    E365:
         What it does: reports a stage whose max_num_batched_tokens is below its max_model_len while
-            chunked prefill is off (the stage's enable_chunked_prefill, else the top level's).
-        Why: without chunked prefill a prompt is scheduled in one step; a prompt longer than the step's
-            budget is never scheduled, and its request waits for ever.
+            chunked prefill is off (the stage's enable_chunked_prefill, else the top level's), where the
+            target builds the typed config at start-up: vLLM's SchedulerConfig refuses it
+            (vllm/config/scheduler.py:300 in vLLM 0.30.0), when the stage's engine is configured. At
+            both values, as the server check reports the refusal.
+        Why: the server does not start; the message comes minutes in, from the stage's process.
         Fails:
             base_config: minicpmo_4_5_turn.yaml
             stages:
-              - stage_id: 2  # max_model_len 65536, chunked prefill off
+              - stage_id: 2  # chunked prefill off
+                max_model_len: 65536
                 max_num_batched_tokens: 32768
         Passes:
             base_config: minicpmo_4_5_turn.yaml
             stages:
               - stage_id: 2
+                max_model_len: 65536
+                max_num_batched_tokens: 65536
+    W363:
+        What it does: the same budget for a target that starts from its legacy stage configs (before
+            0.30.0), whose engine set-up the server check does not run.
+        Why: without chunked prefill a prompt is scheduled in one step; a prompt longer than the step's
+            budget is never scheduled (vLLM refuses the configuration where it checks it).
+        Fails:
+            # options: --target-version 0.28.0
+            base_config: minicpmo_4_5_turn.yaml
+            stages:
+              - stage_id: 2  # max_model_len 65536, chunked prefill off
+                max_num_batched_tokens: 32768
+        Passes:
+            # options: --target-version 0.28.0
+            base_config: minicpmo_4_5_turn.yaml
+            stages:
+              - stage_id: 2
                 max_num_batched_tokens: 65536
     """
-    findings = []
+    from omni_deploy.validate.server_check.locate import Place, named_places
+
+    refused = bool(ctx.target_reads.fact("typed_config_at_startup"))
+    findings: dict[tuple[str, int, int, str], Finding] = {}
     top_chunked = _number_bool(ctx.deployment.config.get("enable_chunked_prefill"))
     for platform, applied in ctx.applied.items():
         for stage in applied.stages:
             chunked = _number_bool(stage_value(stage, "enable_chunked_prefill"))
             chunked = top_chunked if chunked is None else chunked
-            batched_node = stage.get("max_num_batched_tokens")
-            batched, length = _number(batched_node), _number(stage.get("max_model_len"))
-            if chunked is False and batched is not None and length is not None and batched < length:
-                sid = to_plain(stage.get("stage_id"))
-                findings.append(
-                    at(
-                        batched_node.origin if batched_node else None,
-                        ctx.file,
-                        codes.W363,
-                        f"{jsonpath.stage(sid)}.max_num_batched_tokens",
-                        f"on {platform}: max_num_batched_tokens {batched:g} < max_model_len {length:g} with chunked "
-                        "prefill off: prompts longer than a step cannot be scheduled",
-                    )
-                )
+            batched_node, length_node = stage.get("max_num_batched_tokens"), stage.get("max_model_len")
+            batched, length = _number(batched_node), _number(length_node)
+            if chunked is not False or batched is None or length is None or not 0 < batched < length:
+                continue
+            sid = to_plain(stage.get("stage_id"))
+            where = jsonpath.stage(sid)
+            if not refused:
+                finding = at(batched_node.origin if batched_node else None, ctx.file, codes.W363,
+                             f"{where}.max_num_batched_tokens",
+                             f"on {platform}: max_num_batched_tokens {batched:g} < max_model_len {length:g} with "
+                             "chunked prefill off: prompts longer than a step cannot be scheduled")  # fmt: skip
+                findings.setdefault((finding.file, finding.line, finding.column, finding.path), finding)
+                continue
+            message = (
+                f"on {platform}: max_num_batched_tokens ({batched:g}) is below max_model_len ({length:g}) "
+                "with chunked prefill off: vLLM's scheduler config refuses the stage at start-up "
+                "(vllm/config/scheduler.py:300)"
+            )
+            hint = "raise max_num_batched_tokens to max_model_len, or turn enable_chunked_prefill on"
+            stated = {"max_num_batched_tokens": f"{batched:g}", "max_model_len": f"{length:g}"}
+            spots: list[Place | None] = [
+                *named_places(ctx.deployment.config, list(stated), None, platform, stated)
+            ]
+            for spot in spots or [None]:
+                finding = at(spot.origin if spot else None, ctx.file, codes.E365,
+                             spot.path if spot else f"{where}.max_num_batched_tokens", message, hint)  # fmt: skip
+                findings.setdefault((finding.file, finding.line, finding.column, finding.path), finding)
         break  # the rule does not depend on the platform beyond what the first one shows
-    return findings
+    return list(findings.values())
 
 
 def _number_bool(node: Node | None) -> bool | None:

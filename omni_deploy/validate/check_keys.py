@@ -105,7 +105,7 @@ class _KeyWalker:
             )
         elif found.kind == NOT_READ:
             self._not_read(origin, path, place, name, found.message)
-        elif found.kind == UNKNOWN:
+        elif found.kind == UNKNOWN and not self._typed_owned(name, place):
             close = None
             if self.suggestions_left > 0:
                 self.suggestions_left -= 1
@@ -137,6 +137,16 @@ class _KeyWalker:
             if place in ("stage", "platform_stage"):
                 hint = "this version passes it to vLLM as an engine argument"
             self.add(origin, codes.W310, path, said, hint)
+
+    def _typed_owned(self, name: str, place: str) -> bool:
+        """A stage key the target's typed config owns for every stage kind (knowledge/
+        typed_config_owners.json): vllm-omni reads it, whatever the engine-argument table says
+        (0.30.0: use_v2_model_runner, data_parallel_size)."""
+        if place not in ("stage", "platform_stage"):
+            return False
+        owners = self.reads.owners()
+        owned = owners.get("owned", {}) if owners is not None else {}
+        return bool(owned) and all(name in keys for keys in owned.values())
 
     def _code2wav_at(self) -> str | None:
         """Where MiniCPM-o's Code2Wav reads its options in this file (the extra of the edge's first

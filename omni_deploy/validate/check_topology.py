@@ -57,15 +57,17 @@ def _topology(ctx: Context) -> dict[int, str] | None:
     return {sid: (known or {}).get(sid, kind) for sid, kind in stages.items()}
 
 
-@emits(codes.E320, codes.E321, codes.W322)
+@emits(codes.E320, codes.E321, codes.W322, codes.W324, codes.W325)
 def check_stage_ids(ctx: Context) -> list[Finding]:
     """Stage ids in every stage list of every file of the chain (and of each platform section).
 
     E320:
-        What it does: reports a stage_id that appears twice in one stage list.
+        What it does: reports a stage_id that appears twice in one stage list, for a target that starts
+            from its legacy stage configs (before 0.30.0; from 0.30.0 on, W324).
         Why: vllm-omni merges entries by stage_id and keeps the later one, so the first entry's
             settings are lost without a word.
         Fails:
+            # options: --target-version 0.28.0
             base_config: minicpmo_4_5_turn.yaml
             stages:
               - stage_id: 2
@@ -73,6 +75,7 @@ def check_stage_ids(ctx: Context) -> list[Finding]:
               - stage_id: 2
                 max_num_seqs: 8
         Passes:
+            # options: --target-version 0.28.0
             base_config: minicpmo_4_5_turn.yaml
             stages:
               - stage_id: 2
@@ -89,6 +92,39 @@ def check_stage_ids(ctx: Context) -> list[Finding]:
             base_config: minicpmo_4_5_turn.yaml
             stages:
               - stage_id: 1
+    W324:
+        What it does: from 0.30.0 on, reports a stage_id that appears twice in one stage list and says
+            which entry wins: in a file with a base_config, both entries are merged onto the base's
+            stage in order (the later value wins a key both set); in the root file, the later entry
+            replaces the earlier one whole.
+        Why: vllm-omni starts either way (run on 0.30.0's own start-up code); one entry's settings are
+            silently lost, which is seldom meant.
+        Fails:
+            base_config: minicpmo_4_5_turn.yaml
+            stages:
+              - stage_id: 2
+                max_num_seqs: 4
+              - stage_id: 2
+                max_num_seqs: 8
+        Passes:
+            base_config: minicpmo_4_5_turn.yaml
+            stages:
+              - stage_id: 2
+                max_num_seqs: 8
+    W325:
+        What it does: from 0.30.0 on, reports a quoted stage_id ("1"): vllm-omni starts, but matches
+            stages by integer id, so the entry is applied to no stage.
+        Why: every setting of the entry is silently dropped; the stage runs on its base's values.
+        Fails:
+            base_config: minicpmo_4_5_turn.yaml
+            stages:
+              - stage_id: "1"
+                max_num_seqs: 8
+        Passes:
+            base_config: minicpmo_4_5_turn.yaml
+            stages:
+              - stage_id: 1
+                max_num_seqs: 8
     W322:
         What it does: reports a stage id the target's pipeline does not have (MiniCPM-o 4.5 in
             0.30.0: Thinker 0, Talker 1, Code2Wav 2), from the release's own registry.
@@ -107,6 +143,8 @@ def check_stage_ids(ctx: Context) -> list[Finding]:
     """
     findings: list[Finding] = []
     topology = _topology(ctx)
+    # From 0.30.0 (the typed config at start-up) both are known to start: run on its own code.
+    starts = bool(ctx.target_reads.fact("typed_config_at_startup"))
     for path, stages in _stage_lists(ctx):
         seen: dict[object, int] = {}
         for i, stage in enumerate(stages.items):
@@ -120,6 +158,9 @@ def check_stage_ids(ctx: Context) -> list[Finding]:
                 )
                 continue
             value = node.value if isinstance(node, Scalar) else None
+            if starts and isinstance(value, str) and value.strip().isdigit():
+                findings.append(at(node.origin, ctx.file, codes.W325, where, _quoted_id(value)))
+                continue
             if not _valid_id(value):
                 findings.append(
                     at(
@@ -131,7 +172,10 @@ def check_stage_ids(ctx: Context) -> list[Finding]:
                     )
                 )
                 continue
-            if value in seen:
+            if value in seen and starts:
+                message = _twice(value, seen[value], i, node.origin.file, ctx)
+                findings.append(at(node.origin, ctx.file, codes.W324, where, message))
+            elif value in seen:
                 findings.append(
                     at(
                         node.origin,
@@ -161,6 +205,30 @@ def check_stage_ids(ctx: Context) -> list[Finding]:
                     )
                 )
     return findings
+
+
+def _quoted_id(value: str) -> str:
+    return (
+        f"stage_id {value!r} is a string: vllm-omni starts, but looks stages up by integer id, so this "
+        f"entry is applied to no stage (its settings are dropped); write {value.strip()} unquoted"
+    )
+
+
+def _twice(value: object, first: int, later: int, file: str, ctx: Context) -> str:
+    """What vllm-omni does with two entries of one id in the list of `file` (run on 0.30.0)."""
+    from pathlib import Path
+
+    root = Path(file).resolve() == Path(ctx.deployment.chain[-1]).resolve() if ctx.deployment.chain else True
+    if root:
+        how = f"the later entry ({later}) replaces entry {first} whole: entry {first}'s settings are dropped"
+    else:
+        how = (
+            f"both are merged onto the base's stage {value} in order: for a key both set, entry {later}'s "
+            "value wins"
+        )
+    return (
+        f"stage_id {value} appears twice in this list (entries {first} and {later}); vllm-omni starts: {how}"
+    )
 
 
 @emits(codes.W323)

@@ -20,7 +20,10 @@ from omni_deploy.validate.check_capacity import (
     check_gpu_memory,
     check_minicpmo_capacity,
 )
+from omni_deploy.validate.check_code2wav_caches import check_code2wav_caches
+from omni_deploy.validate.check_coercions import check_coercions
 from omni_deploy.validate.check_connector_setup import check_connector_setup
+from omni_deploy.validate.check_device_layout import check_device_layout
 from omni_deploy.validate.check_keys import check_keys
 from omni_deploy.validate.check_load import load_deployment
 from omni_deploy.validate.check_multi_node import check_multi_node
@@ -36,6 +39,7 @@ from omni_deploy.validate.check_topology import (
     check_stage_ids,
 )
 from omni_deploy.validate.check_typed_values import check_typed_values
+from omni_deploy.validate.check_unstated import check_unstated
 from omni_deploy.validate.context import Context, Options
 from omni_deploy.validate.findings import ERROR, WARNING, Finding
 from omni_deploy.validate.rules import require_declared
@@ -44,6 +48,7 @@ from omni_deploy.validate.server_check.run import ServerRun
 
 CHECKS: list[Callable[[Context], list[Finding]]] = [
     check_schema,
+    check_coercions,
     check_keys,
     check_stage_ids,
     check_platform_entries,
@@ -54,6 +59,8 @@ CHECKS: list[Callable[[Context], list[Finding]]] = [
     check_gpu_memory,
     check_minicpmo_capacity,
     check_batched_tokens,
+    check_code2wav_caches,
+    check_device_layout,
     check_typed_values,
     check_platform_rules,
     check_platform_readers,
@@ -62,6 +69,7 @@ CHECKS: list[Callable[[Context], list[Finding]]] = [
     check_stage_owners,
     check_owners_known,
     check_multi_node,
+    check_unstated,
     check_server,
 ]
 

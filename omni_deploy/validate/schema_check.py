@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Iterator
 from functools import cache
 from typing import Any
 
@@ -55,29 +56,12 @@ def check_schema(ctx: Context) -> list[Finding]:
               - stage_id: 1
                 kv_cache_memory_bytes: 2147483648
     """
-    findings = _errors(ctx, _validator(), [])
-    found = ctx.deployment.code2wav_wiring()
-    if found is not None:
-        # The Code2Wav options are typed only where MiniCPM-o's Code2Wav reads them (the named or
-        # inline connector that wins the 1->2 edge): other pipelines use some of the same names with
-        # other meanings.
-        findings += _errors(ctx, _validator("minicpmoCode2wavExtra"), [*found[0], "extra"])
-    return findings
+    from omni_deploy.validate.check_coercions import reading
 
-
-def _errors(ctx: Context, validator: Any, prefix: list[Any]) -> list[Finding]:
     findings = []
-    node, _ = locate(ctx.deployment.config, prefix)
-    for error in validator.iter_errors(to_plain(node)):
-        # Unknown keys and platform names are check_keys's; values under a platform section (reached
-        # through additionalProperties) are checked here like any other.
-        if error.validator in _LEFT_TO_OTHER_CHECKS or "propertyNames" in map(str, error.schema_path):
-            continue
-        path = prefix + list(error.absolute_path)
-        if path and path[-1] == "stage_id":
-            continue  # check_stage_ids says it better
-        if _accepted_upstream(ctx, path, error) or _unread(ctx, path) or _replaced_everywhere(ctx, path):
-            continue
+    for path, error, in_code2wav in schema_errors(ctx, _validator):
+        if reading(ctx, path, error, in_code2wav) is not None:
+            continue  # read as another type than the schema's: check_coercions says how (I202, W203)
         node, key_origin = locate(ctx.deployment.config, path)
         origin = node.origin if node is not None else key_origin
         fix = _unquoting(error) if node is not None else None
@@ -93,6 +77,34 @@ def _errors(ctx: Context, validator: Any, prefix: list[Any]) -> list[Finding]:
             )
         )
     return findings
+
+
+def schema_errors(ctx: Context, validator: Callable[..., Any]) -> Iterator[tuple[list[Any], Any, bool]]:
+    """(path, error, in the Code2Wav extra) of every schema error this check owns: the Code2Wav
+    options are typed only where MiniCPM-o's Code2Wav reads them (the named or inline connector that
+    wins the 1->2 edge): other pipelines use some of the same names with other meanings."""
+    yield from ((path, error, False) for path, error in _errors(ctx, validator(), []))
+    found = ctx.deployment.code2wav_wiring()
+    if found is not None:
+        prefix = [*found[0], "extra"]
+        yield from (
+            (path, error, True) for path, error in _errors(ctx, validator("minicpmoCode2wavExtra"), prefix)
+        )
+
+
+def _errors(ctx: Context, validator: Any, prefix: list[Any]) -> Iterator[tuple[list[Any], Any]]:
+    node, _ = locate(ctx.deployment.config, prefix)
+    for error in validator.iter_errors(to_plain(node)):
+        # Unknown keys and platform names are check_keys's; values under a platform section (reached
+        # through additionalProperties) are checked here like any other.
+        if error.validator in _LEFT_TO_OTHER_CHECKS or "propertyNames" in map(str, error.schema_path):
+            continue
+        path = prefix + list(error.absolute_path)
+        if path and path[-1] == "stage_id":
+            continue  # check_stage_ids says it better
+        if _accepted_upstream(ctx, path, error) or _unread(ctx, path) or _replaced_everywhere(ctx, path):
+            continue
+        yield path, error
 
 
 # Values the target's own code casts with int() before any bound (knowledge fact -> keys): a string

@@ -33,6 +33,8 @@ STARTUP_CODES = frozenset(
         "E130",
         "E123",
         "E124",
+        "E365",
+        "E392",
     }
 )
 SERVER_CODES = frozenset({"E395", "E396"})

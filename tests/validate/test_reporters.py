@@ -85,3 +85,24 @@ def test_junit_one_case_per_file(capsys: pytest.CaptureFixture[str]) -> None:
     cases = suite.findall("testcase")
     assert cases[0].find("failure") is not None and "error[E201]" in (cases[0].find("failure").text or "")
     assert cases[1].find("failure") is None
+
+
+SHARED = Path(__file__).resolve().parents[1] / "data" / "validate" / "shared_base"
+
+
+@pytest.mark.parametrize("output", ["concise", "json"])
+def test_a_base_files_finding_is_listed_once_for_several_overlays(
+    capsys: pytest.CaptureFixture[str], output: str
+) -> None:
+    """Two overlays of one base: the base's W301 is in both reports, and listed once (as text does)."""
+    result = run_cli(capsys, "validate", str(SHARED / "overlay_a.yaml"), str(SHARED / "overlay_b.yaml"),
+                     "-o", output)  # fmt: skip
+    assert result.code == 0
+    if output == "concise":
+        lines = [line for line in result.out.splitlines() if "[W301]" in line]
+        assert len(lines) == 1 and "base.yaml:3:1" in lines[0], result.out
+        assert "(W301 1)" in result.out
+    else:
+        files = json.loads(result.out)["files"]
+        listed = [f["code"] for entry in files for f in entry["findings"]]
+        assert listed == ["W301"] and [entry["valid"] for entry in files] == [True, True]

@@ -13,7 +13,8 @@ if TYPE_CHECKING:  # annotations only: REPORTERS (validate's --output choices) l
 def concise(reports: list[FileReport], options: ReportOptions | None = None) -> str:
     """One line per finding (`file:line:col: severity[CODE] path: message`), then the summary:
     for grep, editors' problem matchers and scripts."""
-    lines = [f.text() for r in reports for f in r.findings]
+    # A base file's finding is in the report of every overlay given that includes it: shown once.
+    lines = [f.text() for f in dict.fromkeys(f for r in reports for f in r.findings)]
     if not (options and options.quiet):
         lines += [visible_line(line) for line in server_lines(reports)]
         lines.append(summary(reports))

@@ -13,6 +13,14 @@ if TYPE_CHECKING:  # annotations only: REPORTERS (validate's --output choices) l
 
 def as_json(reports: list[FileReport]) -> str:
     document: dict[str, Any] = {"files": [r.as_dict() for r in reports]}
+    # A base file's finding is in the report of every overlay given that includes it: listed once,
+    # under the first file that reports it (each file's `valid` still counts its own findings).
+    seen: set[Any] = set()
+    for entry, report in zip(document["files"], reports, strict=True):
+        entry["findings"] = [
+            d for f, d in zip(report.findings, entry["findings"], strict=True) if f not in seen
+        ]
+        seen.update(report.findings)
     run = server_run(reports)
     if run is not None:
         document["server_check"] = run.as_dict()

@@ -29,6 +29,9 @@ before any engine starts (0.30.0: `entrypoints/cli/serve.py:1121` -> `config/res
   torchvision),
 - `typed_config`: `VllmOmniConfig.from_pipeline_config` with the platform applied as a server on
   that platform applies it (older releases: `merge_pipeline_deploy`, their start-up merge),
+- `stage_engines` (the typed path): what the stage runtime runs for each stage before it needs a GPU
+  or the model (engine_steps.py): the replica layout, the engine arguments, the device-layout check
+  and vLLM's scheduler config on the file's values,
 - `transfer_config`: `engine/stage_init_utils.py` `load_omni_transfer_config_for_model`'s body;
   upstream catches every exception there, logs a warning and runs with no connector config, so a
   failure is reported as `swallowed`, not as `error`.
@@ -195,7 +198,7 @@ class _Release:
             original = self.omni_config._apply_platform_overrides
             self.omni_config._apply_platform_overrides = apply
             try:
-                self.omni_config.VllmOmniConfig.from_pipeline_config(
+                config = self.omni_config.VllmOmniConfig.from_pipeline_config(
                     pipeline,
                     user_deploy_config=deploy,
                     deploy_config_path=file,
@@ -203,6 +206,10 @@ class _Release:
                 )
             finally:
                 self.omni_config._apply_platform_overrides = original
+            out["steps"].append("stage_engines")
+            from engine_steps import stage_engine_steps
+
+            stage_engine_steps(config, model, platform)
         else:
             merge = self.stage_config.merge_pipeline_deploy
             original = getattr(self.stage_config, "_apply_platform_overrides", None)

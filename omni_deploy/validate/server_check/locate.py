@@ -84,8 +84,31 @@ _PHRASES = {
 }
 
 
+# A stage's device layout (engine/stage_init_utils.py `_check_stage_device_layout` and the replica
+# split `split_devices_for_replicas`): the message names the sizes in words ("tp=2 * dp=1"), and
+# every one of these keys the stage sets makes the layout.
+LAYOUT_KEYS = (
+    "devices",
+    "num_replicas",
+    "tensor_parallel_size",
+    "data_parallel_size",
+    "data_parallel_size_local",
+    "pipeline_parallel_size",
+)
+_LAYOUT_PHRASES = ("device layout is inconsistent", "(per-replica template)", "template-mode device")
+
+
+def _named_part(message: str) -> str:
+    """The part of a message that names settings: vLLM's SchedulerConfig is built with every
+    scheduler argument, and pydantic's "[type=..., input_value=ArgsKwargs(...)]" dumps them all (a
+    typed-config model's dump, a few keys, does name the one at fault: kept)."""
+    return message.split(" [type=", 1)[0] if "for SchedulerConfig" in message else message
+
+
 def _names(refusal: Refusal) -> list[str]:
-    message = refusal.message
+    message = _named_part(refusal.message)
+    if any(phrase in message for phrase in _LAYOUT_PHRASES):
+        return list(LAYOUT_KEYS)
     named = [key for phrase, key in _PHRASES.items() if phrase in message]
     if named:
         return named
@@ -202,6 +225,26 @@ def _holds(config: Map, parts: list[Hashable], stated: str) -> bool:
     return isinstance(value, Scalar) and str(value.value) == stated
 
 
+def named_places(
+    config: Map, names: list[str], stage: int | None, platform: str, stated: dict[str, str] | None = None
+) -> list[Place]:
+    """Where the settings `names` are written in the merged file: inside stage `stage` (None: any),
+    outside every platform section but `platform`'s; a key in `stated` only where it holds that
+    value. Static checks that report what the server check would call this too, so both point at
+    the same lines."""
+    stated = stated or {}
+    return [
+        Place(origin, _path(parts, config), is_key, sid, where)
+        for name in names
+        for parts, text, origin, is_key, sid, where in _walk(config, [], None, None)
+        if _named(name, parts, text, is_key)
+        and (stage is None or sid == stage)
+        and (where is None or where == platform)
+        and origin.layer != "default"
+        and (not is_key or name not in stated or _holds(config, parts, stated[name]))
+    ]
+
+
 def places(refusal: Refusal, config: Map) -> list[Place]:
     """Where in the merged file `config` the values `refusal` names were written (empty: nowhere)."""
     if refusal.step == "transfer_config" and refusal.type == "KeyError":
@@ -216,21 +259,23 @@ def places(refusal: Refusal, config: Map) -> list[Place]:
     wanted_stage = int(match.group(1)) if match else None
     # "max_num_batched_tokens (2) must be >= max_num_seqs (8)": a key stated with its value is the
     # key that holds that value (not every stage's max_num_seqs).
-    stated = dict(_STATED.findall(refusal.message))
-    found = [
-        Place(origin, _path(parts, config), is_key, sid, platform)
-        for name in _names(refusal)
-        for parts, text, origin, is_key, sid, platform in _walk(config, [], None, None)
-        if _named(name, parts, text, is_key)
-        and (wanted_stage is None or sid == wanted_stage)
-        and (platform is None or platform == refusal.platform)
-        and origin.layer != "default"
-        and (not is_key or name not in stated or _holds(config, parts, stated[name]))
-    ]
+    stated = dict(_STATED.findall(_named_part(refusal.message)))
+    found = named_places(config, _names(refusal), wanted_stage, refusal.platform, stated)
     if refusal.message.startswith("Undefined connector reference"):
         # The reference is the fault, not the connector of that name elsewhere.
         found = [p for p in found if not p.is_key and "_connectors" in p.path]
+    return _chosen(found)
+
+
+def _chosen(found: list[Place]) -> list[Place]:
+    """The keys among `found` (else the values), once each; none when too many to say where."""
     keys = [p for p in found if p.is_key]
     chosen = keys or found
     unique = list({(p.origin.file, p.origin.line, p.path): p for p in chosen}.values())
     return unique if len(unique) <= _MAX_PLACES else []
+
+
+def layout_places(config: Map, stage: int, platform: str) -> list[Place]:
+    """Where a refusal of stage `stage`'s device layout on `platform` is reported (the server
+    check's and the static check's findings point at the same keys)."""
+    return _chosen(named_places(config, list(LAYOUT_KEYS), stage, platform))

@@ -82,7 +82,8 @@ def test_one_child_checks_many_files_and_stdin_is_left_out(tmp_path: Path) -> No
     runs = {id(r.server) for r in reports}
     assert len(runs) == 1  # one run for all of them
     assert [r.valid for r in reports] == [True, True, True, False]
-    assert [f.code for f in reports[3].findings] == ["E397"]
+    # (stdin's file has no stages: I326 notes it)
+    assert [f.code for f in reports[3].findings if f.severity != "info"] == ["E397"]
 
 
 def test_a_refusal_lands_on_the_key_it_names_in_its_stage_and_platform(tmp_path: Path) -> None:
