@@ -576,6 +576,13 @@ def _out_max_bytes(arg: Any, outcome: Outcome) -> str | None:
     return None if size <= int(str(arg)) else f"printed {size} bytes (limit {arg})"
 
 
+def _stdout_lines_exclude_prefix(arg: Any, outcome: Outcome) -> str | None:
+    """No line of stdout starts with `arg` (a value's newline forged a line of its own)."""
+    lines = outcome.out_path.read_bytes().decode("utf-8", "replace").splitlines()
+    forged = [line for line in lines if line.startswith(str(arg))]
+    return f"stdout has a line {forged[0]!r}" if forged else None
+
+
 def _file_is(arg: Any, outcome: Outcome) -> str | None:
     """A file the case wrote: its exact bytes (`text`, UTF-8, or `py`), and owner (uid:gid) and mode."""
     path = outcome.out_path.parent / arg["path"]
@@ -607,6 +614,7 @@ def _expected_bytes(arg: dict[str, Any]) -> bytes | None:
 
 _CHECKS: dict[str, Callable[[Any, Outcome], str | None]] = {
     "file_is": _file_is,
+    "stdout_lines_exclude_prefix": _stdout_lines_exclude_prefix,
     "stdout_is": _stdout_is,
     "xml": _xml,
     "json": _json,
