@@ -41,6 +41,16 @@ def _visible(char: str) -> str:
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
+MAX_SHOWN = 2000  # characters of one message or hint shown (a 1.9 MB value is not worth 1.9 MB)
+
+
+def capped(text: str, limit: int = MAX_SHOWN) -> str:
+    """`text` cut to `limit` characters, saying how many more there were."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... ({len(text) - limit} more characters)"
+
+
 def no_command_start(text: str) -> str:
     """A line that starts with `::` (a GitHub Actions workflow command) made inert: `:\\:`."""
     return _COMMAND_START.sub(r"\1\\:", text)
