@@ -23,6 +23,11 @@ _OWNERLESS = re.compile(r"no structured config owner: (.+)$")
 _QUOTED = re.compile(r"""['"]([^'"\s]{1,200})['"]""")
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")
 _STATED = re.compile(r"\b([A-Za-z_][A-Za-z0-9_]*) \(([^()\s]{1,40})\)")
+# pydantic's ValidationError: the field's name on a line, its error below with the value it got
+# ("gpu_memory_utilization\n  Input should be ... [type=..., input_value=1.5, input_type=float]").
+_PYDANTIC_INPUT = re.compile(
+    r"(?m)^([A-Za-z_][A-Za-z0-9_.]*)[ \t]*\n[ \t]+[^\n]*?\[type=[^,\]\n]+, input_value=([^\n]{1,200}?), input_type="
+)
 _MAX_PLACES = 6  # more matches than this say nothing about where: the whole file instead
 
 
@@ -197,6 +202,13 @@ def _named(name: str, parts: list[Hashable], text: object, is_key: bool) -> bool
     return _holds_settings(key_parts[:-1], head if tail else None)
 
 
+def _unquoted(value: str) -> str:
+    """A value as pydantic's repr shows it ('abc', "abc", 1.5), as str() of the scalar reads."""
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+        return value[1:-1]
+    return value
+
+
 def _holds(config: Map, parts: list[Hashable], stated: str) -> bool:
     value = _at(config, parts)
     return isinstance(value, Scalar) and str(value.value) == stated
@@ -217,15 +229,25 @@ def places(refusal: Refusal, config: Map) -> list[Place]:
     # "max_num_batched_tokens (2) must be >= max_num_seqs (8)": a key stated with its value is the
     # key that holds that value (not every stage's max_num_seqs).
     stated = dict(_STATED.findall(refusal.message))
-    found = [
-        Place(origin, _path(parts, config), is_key, sid, platform)
+    # A pydantic refusal names the value it got: only the stage whose key holds it is at fault.
+    stated.update(
+        (name.rsplit(".", 1)[-1], _unquoted(value))
+        for name, value in _PYDANTIC_INPUT.findall(refusal.message)
+    )
+    candidates = [
+        (name, parts, origin, is_key, sid, platform)
         for name in _names(refusal)
         for parts, text, origin, is_key, sid, platform in _walk(config, [], None, None)
         if _named(name, parts, text, is_key)
         and (wanted_stage is None or sid == wanted_stage)
         and (platform is None or platform == refusal.platform)
         and origin.layer != "default"
-        and (not is_key or name not in stated or _holds(config, parts, stated[name]))
+    ]
+    holding = [c for c in candidates if not c[3] or c[0] not in stated or _holds(config, c[1], stated[c[0]])]
+    found = [
+        Place(origin, _path(parts, config), is_key, sid, platform)
+        # No key holds the stated value (a value shortened in the message): every candidate.
+        for _, parts, origin, is_key, sid, platform in (holding or candidates)
     ]
     if refusal.message.startswith("Undefined connector reference"):
         # The reference is the fault, not the connector of that name elsewhere.
