@@ -6,7 +6,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import os
-import shlex
 import signal
 import subprocess
 import sys
@@ -17,9 +16,10 @@ from pathlib import Path
 
 from omni_deploy.bench.protocol import Step, SweepOptions, plan_sweep
 from omni_deploy.common.errors import ProcessExited, ReadinessTimeout
+from omni_deploy.common.output.escape import shell_join
 from omni_deploy.common.probes import served_models
 from omni_deploy.common.process_tree import EXIT_SERVER_ERROR, die_with_parent, exit_code
-from omni_deploy.common.redact import redact_argv
+from omni_deploy.common.redact import redact_argv, redact_urls
 from omni_deploy.serve.ports import PortInUse, check_port_free
 
 SERVE_OPTIONS = {
@@ -101,9 +101,9 @@ def describe(starts: list[Start]) -> str:
     lines = []
     for i, start in enumerate(starts, start=1):
         lines.append(f"start {i}: source {start.source.upper()} ({start.order} order)")
-        lines.append(f"  server: {shlex.join(redact_argv(start.serve_argv))}")
+        lines.append(f"  server: {shell_join(redact_argv(start.serve_argv))}")
         for step in start.steps:
-            lines.append(f"  {step.description:<16} {shlex.join(step.argv)}")
+            lines.append(f"  {step.description:<16} {shell_join(redact_urls(step.argv))}")
         lines.append("  then: SIGTERM to the server, wait for it to stop")
     return "\n".join(lines)
 

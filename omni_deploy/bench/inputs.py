@@ -12,28 +12,28 @@ present, every WAV it names present, and every file as its manifest says where t
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import shutil
+import stat
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from omni_deploy.bench import dataset_paths
+from omni_deploy.bench.dataset_paths import InputsError
 from omni_deploy.common import guarded
-from omni_deploy.common.errors import OmniDeployError
 
 META = "meta.lst"
 MANIFEST = "manifest.json"
 SUBSETS = ("warmup", "evaluation")
 MAX_META_BYTES = 64 * 1024 * 1024  # seed-tts-eval's en/meta.lst is about 200 KiB
 MAX_MANIFEST_BYTES = 16 * 1024 * 1024
+MAX_LISTED = 100_000  # files one manifest may list
 SHOWN = 5  # problems listed before "and N more"
 
-
-class InputsError(OmniDeployError):
-    """The Seed-TTS inputs cannot be laid out, or a folder is not what a sweep can run on (exit 1)."""
+__all__ = ["InputsError", "Plan", "Row", "check_folder", "lay_out", "plan_layout"]
 
 
 @dataclass(frozen=True)
@@ -63,31 +63,45 @@ def _rows(meta: Path) -> list[Row]:
     return rows
 
 
-def _safe_relative(wav: str, meta: Path) -> PurePosixPath:
-    """A WAV path that stays inside meta.lst's folder (never an absolute path or a `..`)."""
-    rel = PurePosixPath(wav)
-    if not wav or rel.is_absolute() or ".." in rel.parts or "\\" in wav:
-        raise InputsError(f"{meta}: the row's WAV {wav!r} is not a path inside {meta.parent}")
-    return rel
+def _wav(meta: Path, root: Path, wav: str) -> Path:
+    """A row's WAV: inside meta.lst's folder and inside `root` (links followed), and not meta.lst."""
+    where = f"{meta}: the row's WAV"
+    rel = dataset_paths.spelt_inside(wav, where)
+    if rel == PurePosixPath(META):
+        raise InputsError(f"{where} {wav!r} is {META} itself; a WAV cannot take meta.lst's name")
+    path = dataset_paths.inside(meta.parent, wav, where)
+    dataset_paths.inside(root, str(path.relative_to(root)), where)
+    return path
+
+
+def _missing(meta: Path, root: Path, rows: list[Row]) -> list[str]:
+    """The rows' WAVs that are not regular files, each with why (after the path checks)."""
+    found = []
+    for row in rows:
+        why = dataset_paths.problem(_wav(meta, root, row.wav))
+        if why is not None:
+            found.append(row.wav if why == "missing" else f"{row.wav} ({why})")
+    return found
+
+
+def _meta_in(root: Path, rel: str) -> Path | None:
+    """root/rel when something is there (checked inside root), None when nothing is."""
+    path = root / rel
+    if not os.path.lexists(path):
+        return None
+    return dataset_paths.inside(root, rel, str(root))
 
 
 def locale_dir(checkout: Path, locale: str) -> Path:
     """The folder holding meta.lst: CHECKOUT/<locale>/ (seed-tts-eval's layout), or CHECKOUT itself."""
-    for candidate in (checkout / locale, checkout):
-        if (candidate / META).is_file():
-            return candidate
+    for rel in (f"{locale}/{META}", META):
+        found = _meta_in(checkout, rel)
+        if found is not None and dataset_paths.problem(found) is None:
+            return found.parent
     raise InputsError(
         f"{checkout}: no {locale}/{META} (nor {META}): not a Seed-TTS evaluation checkout "
         "(seed-tts-eval's layout: en/meta.lst and the WAVs it names)"
     )
-
-
-def sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 @dataclass(frozen=True)
@@ -103,7 +117,8 @@ def plan_layout(checkout: Path, locale: str, warmup: int, evaluation: int) -> Pl
     """The rows of each folder: the first `evaluation` usable rows, then the next `warmup` (disjoint).
 
     Refuses, before anything is written, a checkout with too few rows, a duplicated id, a WAV path
-    that leaves the checkout, or a WAV that is missing.
+    that leaves the checkout (by its spelling or through a symlink), a WAV named meta.lst, or a WAV
+    that is missing or not a regular file.
     """
     source = locale_dir(checkout, locale)
     rows = _rows(source / META)
@@ -118,12 +133,7 @@ def plan_layout(checkout: Path, locale: str, warmup: int, evaluation: int) -> Pl
             "rows (disjoint) need more (--evaluation N, --warmup N take fewer)"
         )
     chosen = {"evaluation": rows[:evaluation], "warmup": rows[evaluation : evaluation + warmup]}
-    missing = [
-        row.wav
-        for subset in chosen.values()
-        for row in subset
-        if not (source / _safe_relative(row.wav, source / META)).is_file()
-    ]
+    missing = _missing(source / META, checkout, [row for subset in chosen.values() for row in subset])
     if missing:
         raise InputsError(f"{source}: the WAVs of {len(missing)} row(s) are missing: {_few(missing)}")
     return Plan(source, locale, {name: chosen[name] for name in SUBSETS if chosen[name]})
@@ -142,7 +152,7 @@ def manifest_of(folder: Path, locale: str, rows: list[Row], source: str) -> dict
         "source": source,
         "locale": locale,
         "ids": [r.id for r in rows],
-        "files": {name: sha256(folder / name) for name in files},
+        "files": {name: dataset_paths.sha256(folder / name, name) for name in files},
     }
 
 
@@ -153,10 +163,13 @@ def _write_subset(target: Path, plan: Plan, rows: list[Row]) -> None:
         locale = staging / plan.locale
         locale.mkdir()
         (locale / META).write_text("".join(r.line + "\n" for r in rows), encoding="utf-8")
+        (locale / META).chmod(stat.S_IMODE(os.stat(plan.source / META).st_mode) & 0o666)  # never wider
         for row in rows:
             wav = locale / PurePosixPath(row.wav)
             wav.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(plan.source / PurePosixPath(row.wav), wav)
+            # Checked again as it is copied: the checkout may have changed since the plan.
+            source = _wav(plan.source / META, plan.source, row.wav)
+            dataset_paths.copy(source, wav, f"{plan.source / META}: the row's WAV {row.wav!r}")
         manifest = manifest_of(staging, plan.locale, rows, str(plan.source))
         (staging / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
         staging.chmod(0o755)  # mkdtemp's 0700 would hide the inputs from a server run as another user
@@ -189,12 +202,14 @@ def lay_out(plan: Plan, out: Path) -> dict[str, Path]:
         for name, target in targets.items():
             _write_subset(target, plan, plan.subsets[name])
             made.append(target)
-    except OSError as exc:
+    except (OSError, InputsError) as exc:
         for target in made:  # all or nothing: a half-made pair would pass for a whole one
             shutil.rmtree(target, ignore_errors=True)
         for folder in created:  # deepest first; only if still empty (never another's files)
             with contextlib.suppress(OSError):
                 folder.rmdir()
+        if isinstance(exc, InputsError):
+            raise
         raise InputsError(f"cannot write the inputs under {out}: {exc.strerror or exc}") from None
     return targets
 
@@ -205,8 +220,8 @@ def check_folder(folder: Path, locale: str = "en", option: str = "--dataset-path
     meta.lst must be there with at least one usable row and every WAV it names; where a manifest
     lies beside it (`bench inputs` writes one), every file it lists must have its SHA-256.
     """
-    meta = folder / locale / META
-    if not meta.is_file():
+    meta = _meta_in(folder, f"{locale}/{META}") or folder / locale / META
+    if dataset_paths.problem(meta) is not None:
         raise InputsError(
             f"{option} {folder}: no {locale}/{META}, so vllm bench serve has no requests to send "
             "(`omni-deploy bench inputs --from SEED_TTS_CHECKOUT --out DIR` lays the inputs out)"
@@ -214,7 +229,7 @@ def check_folder(folder: Path, locale: str = "en", option: str = "--dataset-path
     rows = _rows(meta)
     if not rows:
         raise InputsError(f"{option} {folder}: {locale}/{META} has no usable row (id|text|wav|target)")
-    missing = [r.wav for r in rows if not (meta.parent / _safe_relative(r.wav, meta)).is_file()]
+    missing = _missing(meta, folder, rows)
     if missing:
         raise InputsError(
             f"{option} {folder}: {len(missing)} WAV(s) named in {META} are missing: {_few(missing)}"
@@ -238,21 +253,24 @@ def _read_manifest(path: Path, option: str) -> dict[str, str]:
         raise InputsError(f"{option}: {refused}") from None
     except ValueError as exc:
         raise InputsError(f"{option}: {path} is not JSON ({exc})") from None
+    except RecursionError:  # arrays or objects nested thousands deep
+        raise InputsError(f"{option}: {path} nests too deeply to be a manifest") from None
     files = data.get("files") if isinstance(data, dict) else None
     if not isinstance(files, dict) or not all(isinstance(v, str) for v in files.values()):
         raise InputsError(f'{option}: {path} has no "files" object of name: sha256')
+    if len(files) > MAX_LISTED:
+        raise InputsError(f"{option}: {path} lists {len(files)} files; the limit is {MAX_LISTED}")
     return files
 
 
 def _mismatches(folder: Path, files: dict[str, str]) -> list[str]:
     changed = []
+    budget = dataset_paths.HashBudget()  # the whole check's hashing is bounded, not only each file's
     for name, digest in sorted(files.items()):
-        rel = PurePosixPath(name)
-        path = folder / rel
-        if rel.is_absolute() or ".." in rel.parts:
-            changed.append(f"{name} (not a path inside the folder)")
-        elif not path.is_file():
-            changed.append(f"{name} (missing)")
-        elif sha256(path) != digest:
+        path = dataset_paths.inside(folder, name, f"{folder / MANIFEST}: the file")
+        why = dataset_paths.problem(path)
+        if why is not None:
+            changed.append(f"{name} ({why})")
+        elif dataset_paths.sha256(path, name, budget) != digest:
             changed.append(name)
     return changed

@@ -64,6 +64,9 @@ class ResultSet:
     skipped: list[Skipped] = field(default_factory=list)
 
 
+MAX_COUNT = 10**15  # requests of one round: far past any benchmark, well inside a float
+
+
 def _shown(value: Any) -> str:
     text = json.dumps(value) if not isinstance(value, (dict, list)) else type(value).__name__
     return text if len(text) <= 40 else text[:37] + "..."
@@ -76,6 +79,8 @@ def _count(data: dict[str, Any], key: str) -> int | None:
         return None
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise ResultError(f"{key} must be a non-negative integer, not {_shown(value)}")
+    if value > MAX_COUNT:  # a 401-digit count: no float holds it (OverflowError in every ratio)
+        raise ResultError(f"{key} must be at most {MAX_COUNT}, not {_shown(value)}")
     return value
 
 
@@ -86,7 +91,10 @@ def _real(data: dict[str, Any], key: str, positive: bool = False) -> float | Non
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ResultError(f"{key} must be a number, not {_shown(value)}")
-    number = float(value)
+    try:
+        number = float(value)
+    except OverflowError:  # an integer of 401 digits: past every float
+        raise ResultError(f"{key} must be a finite number, not {_shown(value)}") from None
     if not math.isfinite(number) or number < 0 or (positive and number == 0):
         bound = "positive" if positive else "non-negative"
         raise ResultError(f"{key} must be a finite {bound} number, not {_shown(value)}")

@@ -17,6 +17,7 @@ from omni_deploy.bench.results import unfinished
 from omni_deploy.common.errors import OmniDeployError, ProcessExited, ReadinessTimeout
 from omni_deploy.common.probes import probe_url
 from omni_deploy.common.process_tree import die_with_parent, exit_code
+from omni_deploy.common.redact import redact_urls
 
 
 class ResultDirError(OmniDeployError):
@@ -150,7 +151,7 @@ def step_json(step: Step, result_dir: Path, done: bool, **extra: Any) -> dict[st
         "description": step.description,
         "role": step.role,
         "concurrency": step.concurrency,
-        "argv": list(step.argv),
+        "argv": redact_urls(step.argv),  # a --base-url may carry a password
         "result": str(result_dir / f"c{step.concurrency}" / f"{step.label}.json"),
         "done": done,
         **extra,

@@ -112,6 +112,9 @@ def find(start: Path) -> Project:
         for path in (folder / PROJECT_FILE, folder / "pyproject.toml"):
             if not os.path.lexists(path):  # present but unreadable (a FIFO, a /dev/zero link) is said so
                 continue
+            unreadable = _unreadable(path)
+            if unreadable is not None:  # as ruff does: present but unreadable is an error, not a skip
+                raise ProjectSettingsError(f"project settings {path}: {unreadable}")
             why = _not_ours(path)
             if why is not None:
                 passed.append(f"{path}: {why}")
@@ -120,6 +123,21 @@ def find(start: Path) -> Project:
             if table is not None:
                 return replace(_settings(folder, path, table), passed_over=tuple(passed))
     return Project(here, passed_over=tuple(passed))
+
+
+def _unreadable(path: Path) -> str | None:
+    """Why a settings file that is there cannot be read at all (a symlink loop, no permission, a
+    link to nothing), unless the link itself is another user's (then it is passed over, below)."""
+    import stat
+
+    try:
+        link = os.lstat(path)
+        if stat.S_ISLNK(link.st_mode) and _untrusted_owner(link, "the link") is not None:
+            return None
+        os.stat(path)
+    except (OSError, ValueError) as exc:
+        return f"it cannot be read ({getattr(exc, 'strerror', None) or exc})"
+    return None
 
 
 def _not_ours(path: Path) -> str | None:
@@ -180,6 +198,8 @@ def _yaml_table(path: Path) -> dict[str, Any]:
         raise ProjectSettingsError(f"cannot read the project settings {path}: {exc}") from None
     except RecursionError:  # the constructor recurses per nesting level
         raise ProjectSettingsError(f"cannot read {path}: nested too deep to be settings") from None
+    except ValueError as exc:  # an integer past Python's digit limit (int() in the constructor)
+        raise ProjectSettingsError(f"cannot read the project settings {path}: {_value_error(exc)}") from None
     if data is None:
         return {}
     if not isinstance(data, dict):
@@ -201,6 +221,10 @@ def _toml_table(path: Path) -> dict[str, Any] | None:
         raise ProjectSettingsError(f"cannot read {path}: {exc}") from None
     except RecursionError:  # the parser recurses per nesting level
         raise ProjectSettingsError(f"cannot read {path}: nested too deep to be settings") from None
+    except (
+        ValueError
+    ) as exc:  # an integer past Python's digit limit (TOMLDecodeError is one too, caught above)
+        raise ProjectSettingsError(f"cannot read {path}: {_value_error(exc)}") from None
     tool = data.get("tool")
     if tool is None:
         return None
@@ -210,6 +234,12 @@ def _toml_table(path: Path) -> dict[str, Any] | None:
     if table is not None and not isinstance(table, dict):
         raise ProjectSettingsError(f"{path}: [tool.omni-deploy] must be a table")
     return table
+
+
+def _value_error(exc: ValueError) -> str:
+    if "digit" in str(exc):
+        return "an integer has more digits than any setting takes"
+    return str(exc)[:200]
 
 
 def _kind(value: Any) -> str:

@@ -100,20 +100,23 @@ def _raw_installed_version(distribution: str) -> str | None:
 # headers, costs no more than this to read (an over-long Version line fails version_problem).
 _MAX_HEADER_LINE = 4096
 _MAX_HEADER_LINES = 10_000
+_MAX_HEADER_BYTES = 1024 * 1024  # read of a METADATA: its headers come first
 
 
 def _metadata_version(folder: str) -> str | None:
+    from omni_deploy.common import guarded
+
     for leaf in ("METADATA", "PKG-INFO"):
-        try:
-            with open(os.path.join(folder, leaf), encoding="utf-8", errors="replace") as handle:
-                for _ in range(_MAX_HEADER_LINES):
-                    line = handle.readline(_MAX_HEADER_LINE)
-                    if line.startswith("Version:"):
-                        return line.split(":", 1)[1].strip() or None
-                    if not line.strip():
-                        break  # the headers end at the first blank line (or the file does)
-        except OSError:
+        # Non-blocking and regular files only (a FIFO named METADATA must not hang the command).
+        data = guarded.head(os.path.join(folder, leaf), _MAX_HEADER_BYTES)
+        if data is None:
             continue
+        for line in data.decode("utf-8", "replace").splitlines()[:_MAX_HEADER_LINES]:
+            line = line[:_MAX_HEADER_LINE]
+            if line.startswith("Version:"):
+                return line.split(":", 1)[1].strip() or None
+            if not line.strip():
+                break  # the headers end at the first blank line (or the file does)
     return None
 
 

@@ -9,8 +9,11 @@ started, bounded and ended one way.
 - Its stdout is read through a pipe, bounded in bytes and in lines *before* it is kept: past
   either bound the child is ended and the reason said; stderr keeps only its last bytes.
 - A wall-clock limit; past it, the same end.
+- A descendant that drops both (a new session *and* an empty environment) is still found: this
+  process becomes its descendants' subreaper (Linux), so such an orphan becomes our child; what
+  we adopted while a child ran is ended and reaped with it, until nothing new is adopted.
 
-Standard library only; nothing here imports the rest of omni_deploy.
+Standard library only; of omni_deploy, only common/process_tree (standard library too).
 """
 
 from __future__ import annotations
@@ -32,6 +35,8 @@ CHILD_MARK = "OMNI_DEPLOY_CHILD_MARK"
 _ours: dict[int, str] = {}  # process group (the child's pid) -> its mark, while it may be alive
 _lock = threading.Lock()
 _installed = False
+_subreaper = False  # orphans of our children's trees are adopted by us (become_subreaper)
+_ADOPTION_ROUNDS = 50  # an adopted process that had children of its own: theirs are adopted next
 _FORWARDED = (signal.SIGTERM, signal.SIGHUP)
 POLL_S = 0.2  # how often the read loop looks whether the child is still there
 DRAIN_S = 0.5  # what is read after the child exited, before its descendants are ended
@@ -61,6 +66,7 @@ def run(
     """Run `argv` to its end or a bound (see the module docstring); OSError if it cannot start.
     Whatever happens, the child's process group and every process carrying its mark are ended."""
     _install_handlers()
+    before = _children_now()
     mark = uuid.uuid4().hex
     child_env = dict(os.environ if env is None else env)
     child_env[CHILD_MARK] = mark
@@ -81,6 +87,7 @@ def run(
         out, err, why = _read(process, stdin, started + timeout, timeout, max_bytes, max_lines, tail)
     finally:
         end(process)
+        _end_adopted(before)
     code = None if why is not None else process.returncode
     return Ran(code, out, err, why, time.monotonic() - started)
 
@@ -198,6 +205,32 @@ def _end_group(pgid: int, mark: str | None) -> None:
                 os.kill(pid, signal.SIGKILL)
 
 
+def _children_now() -> set[int]:
+    from omni_deploy.common.process_tree import own_children
+
+    return set(own_children()) if _subreaper else set()
+
+
+def _end_adopted(before: set[int]) -> None:
+    """End and reap the orphans we adopted as subreaper since `before` (not a child still ours)."""
+    if not _subreaper:
+        return
+    from omni_deploy.common.process_tree import own_children
+
+    for _ in range(_ADOPTION_ROUNDS):
+        with _lock:
+            running = set(_ours)
+        adopted = [pid for pid in own_children() if pid not in before and pid not in running]
+        if not adopted:
+            return
+        for pid in adopted:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        for pid in adopted:  # reaped: a zombie of ours would be listed again
+            with contextlib.suppress(ChildProcessError, OSError):
+                os.waitpid(pid, 0)
+
+
 def marked(mark: str) -> list[int]:
     """Live processes whose environment carries CHILD_MARK=mark (descendants that left the group)."""
     needle = f"{CHILD_MARK}={mark}".encode()
@@ -236,11 +269,15 @@ def _on_signal(signum: int, _frame: FrameType | None) -> None:
 
 
 def _install_handlers() -> None:
-    global _installed
+    global _installed, _subreaper
     if _installed:
         return
     _installed = True
     import atexit
+
+    from omni_deploy.common.process_tree import become_subreaper
+
+    _subreaper = become_subreaper()
 
     atexit.register(end_all)
     if threading.current_thread() is not threading.main_thread():

@@ -188,6 +188,43 @@ def read_text(
     return decode(read_bytes(path, name, limit, named=named), name)
 
 
+MAX_MODULE_BYTES = 4 * 1024 * 1024  # one Python module of an installed package
+
+
+def installed_text(path: Path | str, limit: int = MAX_MODULE_BYTES) -> str | None:
+    """The text of a file of an installed tree (vllm_omni's modules, a dist-info's files), or None
+    when it is not one to read: the same guarded read as a named file's (regular files only,
+    non-blocking open, size cap, strict UTF-8), since an installed tree is no more trusted."""
+    try:
+        return read_text(path, str(path), limit)
+    except Refused:
+        return None
+
+
+def head(path: Path | str, limit: int) -> bytes | None:
+    """At most the first `limit` bytes of a regular file (a METADATA's headers), None when it is
+    not a regular file we may open; never blocks on a FIFO, never reads a device."""
+    if _pseudo(str(path)) is not None:
+        return None
+    try:
+        fd = _open(Path(path), str(path), nofollow=False)
+    except Refused:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        chunks: list[bytes] = []
+        size = 0
+        while size < limit and (chunk := os.read(fd, min(65536, limit - size))):
+            chunks.append(chunk)
+            size += len(chunk)
+        return b"".join(chunks)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
 def is_readable_file(path: Path | str) -> bool:
     """A regular file outside the pseudo-file systems, checked without opening it (no FIFO blocks)."""
     if _pseudo(str(path)) is not None:

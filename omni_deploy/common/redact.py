@@ -17,6 +17,13 @@ The rule (docs/serving.md, "What is redacted"):
   Words that cannot be secrets (true, false, on, off, yes, no, none, null, numbers of one or two
   digits) are never scrubbed: `TOKENIZERS_PARALLELISM=false` must not hide every "false".
 
+- A password in a URL (`http://user:secret@host`, a DSN such as `postgres://u:p@db/x`, a proxy
+  variable) is a secret wherever the URL stands: in an --env value, a pass-through flag, an
+  inherited variable, free text. The URL is shown with `<redacted>` in the password's place.
+- Long secrets are also hidden in pieces: a message that shortens a value (pydantic's
+  `first24...last24`) or a line cut inside one must not show most of it. Any piece of a known
+  secret of 16 characters or more that runs 12 characters or longer is replaced (`_pieces`).
+
 The name pattern is broad on purpose: redacting a harmless value costs nothing, printing a key
 costs a rotation.
 """
@@ -28,7 +35,7 @@ import io
 import os
 import re
 import sys
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, TextIO
 
 REDACTED = "<redacted>"
@@ -48,8 +55,38 @@ def counts_as_secret(value: str | None) -> bool:
     return bool(value) and not _HARMLESS.fullmatch(str(value).strip())
 
 
+# scheme://user:PASSWORD@ (the password runs to the last `@` before a blank, as a URL parser
+# reads an unescaped one); the user name is kept, the password never.
+_URL_CREDENTIALS = re.compile(
+    r"(?P<head>(?<![A-Za-z0-9+.\-])[A-Za-z][A-Za-z0-9+.\-]*://[^\s:/@]*:)(?P<password>[^\s@]+)(?=@)"
+)
+
+
+def url_passwords(text: str | None) -> list[str]:
+    """The passwords of the URLs in `text` (`http://u:PASSWORD@h`, `postgres://u:PASSWORD@db`)."""
+    if not text or "://" not in text:
+        return []
+    return [m.group("password") for m in _URL_CREDENTIALS.finditer(text)]
+
+
+def hide_url_credentials(text: str) -> str:
+    """`text` with every URL's password replaced by REDACTED."""
+    if "://" not in text:
+        return text
+    return _URL_CREDENTIALS.sub(lambda m: m.group("head") + REDACTED, text)
+
+
+def redact_urls(argv: Iterable[str]) -> list[str]:
+    """Words of a command of ours (vllm bench serve's: `--tokenizer` is no secret) with each URL's
+    password hidden."""
+    return [hide_url_credentials(word) for word in argv]
+
+
 def redact_env(env: Mapping[str, str | None]) -> dict[str, str | None]:
-    return {k: (REDACTED if v is not None and is_secret(k) else v) for k, v in env.items()}
+    return {
+        k: (REDACTED if is_secret(k) else hide_url_credentials(v)) if v is not None else v
+        for k, v in env.items()
+    }
 
 
 def _secret_flag(arg: str) -> bool:
@@ -59,7 +96,7 @@ def _secret_flag(arg: str) -> bool:
 def _env_pair(value: str) -> str:
     """`K=V` of an --env option with V hidden when K looks secret."""
     key, sep, _ = value.partition("=")
-    return f"{key}={REDACTED}" if sep and is_secret(key) else value
+    return f"{key}={REDACTED}" if sep and is_secret(key) else hide_url_credentials(value)
 
 
 def redact_argv(argv: list[str]) -> list[str]:
@@ -94,15 +131,17 @@ def redact_argv(argv: list[str]) -> list[str]:
                 out.append(arg)
                 hide_next = True
         else:
-            out.append(arg)
+            out.append(hide_url_credentials(arg))
     return out
 
 
 def secret_values(argv: list[str], env: Mapping[str, str | None]) -> list[str]:
     """The secret values themselves (argv and env), to scrub from free text."""
     values = [v for k, v in env.items() if v and is_secret(k)]
+    values += [p for v in env.values() for p in url_passwords(v)]
     for shown, real in zip(redact_argv(argv), argv, strict=True):
-        if shown != real:  # shown is the real word's beginning (maybe empty) and REDACTED
+        values += url_passwords(real)
+        if shown != real and shown.endswith(REDACTED):  # the real word's beginning, then REDACTED
             values.append(real[len(shown) - len(REDACTED) :])
     return ordered(values)
 
@@ -110,7 +149,8 @@ def secret_values(argv: list[str], env: Mapping[str, str | None]) -> list[str]:
 def environment_secrets(environ: Mapping[str, str] | None = None) -> list[str]:
     """Values of the environment's variables whose names look secret (inherited ones included)."""
     source = os.environ if environ is None else environ
-    return ordered(v for k, v in source.items() if is_secret(k))
+    found = [v for k, v in source.items() if is_secret(k)]
+    return ordered([*found, *(p for v in source.values() for p in url_passwords(v))])
 
 
 def ordered(values: Iterable[str | None]) -> list[str]:
@@ -139,7 +179,56 @@ def scrub(text: str, values: Iterable[str]) -> str:
         if len(_PATTERNS) > 64:
             _PATTERNS.clear()
     assert pattern is not None
-    return pattern.sub(REDACTED, text)
+    return _pieces(pattern.sub(REDACTED, text), key, lambda _value: REDACTED)
+
+
+PIECE = 12  # characters of a long secret that are a piece worth hiding
+_PIECED = 16  # secrets this long are also hidden in pieces
+_WINDOW = PIECE // 2  # windows every _WINDOW characters: any piece of PIECE characters holds one
+_MAX_WINDOWS = 512  # per secret (a 3 KB key is still found by its first and last pieces)
+
+
+def _windows(value: str) -> list[int]:
+    starts = list(range(0, len(value) - _WINDOW + 1, _WINDOW))
+    if len(starts) > _MAX_WINDOWS:
+        half = _MAX_WINDOWS // 2
+        starts = starts[:half] + starts[-half:]
+    return starts
+
+
+def _spans(text: str, value: str) -> Iterator[tuple[int, int]]:
+    """Where runs of PIECE or more characters of `value` stand in `text`: each of the value's
+    windows found (str.find), then grown both ways along the value."""
+    for j in _windows(value):
+        window = value[j : j + _WINDOW]
+        i = text.find(window)
+        while i != -1:
+            a, b, ja, jb = i, i + _WINDOW, j, j + _WINDOW
+            while a > 0 and ja > 0 and text[a - 1] == value[ja - 1]:
+                a, ja = a - 1, ja - 1
+            while b < len(text) and jb < len(value) and text[b] == value[jb]:
+                b, jb = b + 1, jb + 1
+            if b - a >= PIECE:
+                yield a, b
+            i = text.find(window, max(b, i + 1) if b - a >= PIECE else i + 1)
+
+
+def _pieces(text: str, values: Iterable[str], replacement: Callable[[str], str]) -> str:
+    """`text` with every run of PIECE or more characters that is a piece of a long value (its
+    beginning, its end, its middle: a shortened `first24...last24`, a line cut inside it) replaced
+    by `replacement(value)`; overlapping runs are replaced once."""
+    spans = sorted((a, b, v) for v in values if len(v) >= _PIECED for a, b in _spans(text, v))
+    if not spans:
+        return text
+    out, at = [], 0
+    for a, b, value in spans:
+        if a < at:  # inside (or overlapping) a run already replaced
+            at = max(at, b)
+            continue
+        out += [text[at:a], replacement(value)]
+        at = b
+    out.append(text[at:])
+    return "".join(out)
 
 
 def without_partial_secret(text: str, values: Iterable[str]) -> str:
@@ -166,7 +255,8 @@ def env_shown(text: str, values: Mapping[str, str]) -> str:
         text = text.replace(json.dumps(value), json.dumps(expression)).replace(repr(value), repr(expression))
         if len(value) >= 4:
             text = text.replace(value, expression)
-    return text
+    # A shortened value (pydantic's first24...last24 in a server-check message) shows pieces.
+    return _pieces(text, [v for v in values if v], lambda value: values[value])
 
 
 def env_shown_data(data: Any, values: Mapping[str, str]) -> Any:
@@ -216,7 +306,7 @@ def scrub_shapes(text: str) -> str:
     """`text` with every token-shaped value (hf_..., ghp_..., AKIA..., a private key) hidden."""
     if not text:
         return text
-    return _SHAPES.sub(REDACTED, text)
+    return hide_url_credentials(_SHAPES.sub(REDACTED, text))
 
 
 def redact_line(line: str) -> str:

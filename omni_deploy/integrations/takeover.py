@@ -52,8 +52,9 @@ def module_source(name: str) -> str | None:
             origin = spec.origin if spec is not None else None
         if origin is None or not origin.endswith(".py"):
             return None
-        with open(origin, encoding="utf-8") as handle:
-            return handle.read()
+        from omni_deploy.common import guarded
+
+        return guarded.installed_text(origin)  # bounded: a FIFO or a device link is None
     except (ImportError, OSError, ValueError, UnicodeDecodeError):
         return None
 

@@ -7,6 +7,8 @@ from typing import Any
 
 import yaml
 
+from omni_deploy.common.yaml_quoting import reinterpreted
+
 
 class _Dumper(yaml.SafeDumper):
     def ignore_aliases(self, data: Any) -> bool:
@@ -14,8 +16,9 @@ class _Dumper(yaml.SafeDumper):
 
 
 def _str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
-    # Files and scripts stay readable: multi-line strings as literal blocks.
-    style = "|" if "\n" in value else None
+    # Files and scripts stay readable: multi-line strings as literal blocks. A string kubectl's
+    # YAML 1.1 parser would read as another type (y, N, 0o17, 1:20) is quoted.
+    style = "|" if "\n" in value else ("'" if reinterpreted(value) else None)
     return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
 
 

@@ -145,6 +145,7 @@ def check_toleration(toleration: dict[str, Any], what: str) -> None:
             raise K8sOptionError(f"{what}: {field_name} must be a string")
     if toleration.get("key"):
         check_key(toleration["key"], f"{what}: key")
+    check_label_value(toleration.get("value") or "", f"{what}:")  # the API server checks it so
     seconds = toleration.get("tolerationSeconds")
     if seconds is not None and (
         isinstance(seconds, bool) or not isinstance(seconds, int) or effect != "NoExecute"

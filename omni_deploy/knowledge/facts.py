@@ -185,12 +185,10 @@ Read = Callable[[Path], "str | None"]
 
 
 def plain_read(path: Path) -> str | None:
-    if not path.is_file():
-        return None
-    try:
-        return path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        return None
+    """An installed module's text, read the bounded way (no FIFO hangs, no /dev/zero floods)."""
+    from omni_deploy.common import guarded
+
+    return guarded.installed_text(path)
 
 
 def _parse(text: str | None) -> ast.Module | None:

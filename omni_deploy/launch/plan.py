@@ -6,11 +6,11 @@ are serve's edges.
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from omni_deploy.common.output.escape import shell_join
 from omni_deploy.common.redact import redact_argv, redact_env
 from omni_deploy.integrations.speaker_rules import (
     ENV_BACKEND,
@@ -38,7 +38,7 @@ class LaunchPlan:
 
     def shell(self) -> str:
         """The command line to show (secrets redacted); the process gets `argv` itself."""
-        return shlex.join(self.shown_argv)
+        return shell_join(self.shown_argv)
 
     def child_env(self, base: dict[str, str]) -> dict[str, str]:
         env = dict(base)

@@ -11,11 +11,11 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import shlex
 import socket
 from pathlib import Path
 
 from omni_deploy.common.errors import OmniDeployError
+from omni_deploy.common.output.escape import shell_join
 from omni_deploy.common.redact import redact_argv
 
 _LISTEN = "0A"
@@ -67,7 +67,7 @@ def port_holder(port: int) -> str | None:
                 with contextlib.suppress(OSError):
                     if os.readlink(fd) in wanted:
                         raw = (proc / "cmdline").read_bytes().decode("utf-8", "replace")
-                        command = shlex.join(redact_argv([a for a in raw.split("\0") if a]))
+                        command = shell_join(redact_argv([a for a in raw.split("\0") if a]))
                         return f"pid {proc.name} ({command[:160]})"
     return None
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from omni_deploy.common.output.escape import control_free, shell_word
 from omni_deploy.common.redact import redact_env
 from omni_deploy.deployment.model import Deployment
 from omni_deploy.launch.plan import LaunchPlan
@@ -195,7 +196,10 @@ def dry_run_text(prepared: Prepared, fmt: str, platform: str = "", outcome: str 
         return dumps(out)
     lines = [plan.shell()]
     for key, value in redact_env(plan.env_changes).items():
-        lines.append(f"  env {key}={value}" if value is not None else f"  env unset {key}")
+        # A control character (a newline in a value) is escaped as bash's $'...' would: never a line of its own.
+        pair = f"{key}={value}" if value is not None else key
+        shown = pair if control_free(pair) else shell_word(pair)
+        lines.append(f"  env {shown}" if value is not None else f"  env unset {shown}")
     lines.append(
         f"config: {config}"
         if config is not None

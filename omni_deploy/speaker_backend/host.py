@@ -212,11 +212,7 @@ def installed_shapes() -> dict[str, list[str]]:
         return {}
 
     def read(module: str) -> str | None:
-        path = root.parent / (module.replace(".", "/") + ".py")
-        try:
-            return path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
-            return None
+        return guarded.installed_text(root.parent / (module.replace(".", "/") + ".py"), MAX_MODULE_BYTES)
 
     return {t.model.pipeline: shape_problems(t, read) for t in TARGETS}
 

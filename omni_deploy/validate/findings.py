@@ -54,6 +54,14 @@ class Finding:
     hint: str | None = None
     fix: Fix | None = None
 
+    def __post_init__(self) -> None:
+        # Every reporter shows the message: a value of megabytes quoted in it is cut once, here.
+        from omni_deploy.common.output.escape import capped
+
+        object.__setattr__(self, "message", capped(self.message))
+        if self.hint is not None:
+            object.__setattr__(self, "hint", capped(self.hint))
+
     def as_dict(self) -> dict[str, Any]:
         out = asdict(self)
         out["fix"] = self.fix.as_dict() if self.fix is not None else None

@@ -576,6 +576,32 @@ def _out_max_bytes(arg: Any, outcome: Outcome) -> str | None:
     return None if size <= int(str(arg)) else f"printed {size} bytes (limit {arg})"
 
 
+def _stdout_lines_exclude_prefix(arg: Any, outcome: Outcome) -> str | None:
+    """No line of stdout starts with `arg` (a value's newline forged a line of its own)."""
+    lines = outcome.out_path.read_bytes().decode("utf-8", "replace").splitlines()
+    forged = [line for line in lines if line.startswith(str(arg))]
+    return f"stdout has a line {forged[0]!r}" if forged else None
+
+
+def _pid_file_dead(arg: Any, outcome: Outcome) -> str | None:
+    """The process whose pid a case's detached grandchild wrote (it dropped the marker variable, so
+    the survivor search cannot see it) is gone; killed here if not."""
+    path = outcome.out_path.parent / str(arg)
+    try:
+        pid = int(path.read_text().strip())
+    except (OSError, ValueError):
+        return f"{arg} was not written (the case did not run as meant)"
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return None
+    if state in ("Z", "X"):
+        return None
+    with contextlib.suppress(OSError):
+        os.kill(pid, signal.SIGKILL)
+    return f"pid {pid} of {arg} outlived the case (killed now)"
+
+
 def _file_is(arg: Any, outcome: Outcome) -> str | None:
     """A file the case wrote: its exact bytes (`text`, UTF-8, or `py`), and owner (uid:gid) and mode."""
     path = outcome.out_path.parent / arg["path"]
@@ -607,6 +633,8 @@ def _expected_bytes(arg: dict[str, Any]) -> bytes | None:
 
 _CHECKS: dict[str, Callable[[Any, Outcome], str | None]] = {
     "file_is": _file_is,
+    "pid_file_dead": _pid_file_dead,
+    "stdout_lines_exclude_prefix": _stdout_lines_exclude_prefix,
     "stdout_is": _stdout_is,
     "xml": _xml,
     "json": _json,

@@ -68,7 +68,11 @@ def _outcomes(row: dict, scratch: Scratch) -> tuple[list[harness.Outcome], list[
     marker = uuid.uuid4().hex
     env = harness.environment(scratch, row, marker)
     for argv in row.get("prepare") or []:
-        harness.wait(*harness.run(scratch, {"run": argv}, env, index=99), {"limit": 60}, time.monotonic())
+        prepare = {
+            "run": argv,
+            "memory_mib": row.get("memory_mib", 1024),
+        }  # a model built in it imports torch
+        harness.wait(*harness.run(scratch, prepare, env, index=99), {"limit": 60}, time.monotonic())
     harness.mutate(scratch, row.get("mutate") or [])
     outcomes = []
     helpers = harness.start_helpers(scratch, row)

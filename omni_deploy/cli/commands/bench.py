@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shlex
 from pathlib import Path
 from typing import Any
 
@@ -67,6 +66,8 @@ def run(**kw: Any) -> int:
     """Run warm-up, discarded and measured rounds per concurrency against a running server."""
     from omni_deploy.bench.protocol import plan_sweep
     from omni_deploy.bench.runner import stderr_say, steps_json, sweep_server, timed
+    from omni_deploy.common.output.escape import shell_join
+    from omni_deploy.common.redact import redact_urls
 
     own = RunArgs(**picked(RunArgs, kw))
     args = SweepArgs(**picked(SweepArgs, kw))
@@ -75,7 +76,7 @@ def run(**kw: Any) -> int:
     as_json = args.fmt == "json"
     if args.dry_run and not as_json:
         for step in steps:
-            click.echo(shlex.join(step.argv))
+            click.echo(shell_join(redact_urls(step.argv)))
         return 0
     done: list[Any] = []
     if not args.dry_run:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -52,12 +53,92 @@ def _device(name: str) -> str:
     return name
 
 
+_OUT_OF_MEMORY = re.compile(
+    r"can't allocate memory|Cannot allocate memory|out of memory|Failed to allocate|bad_alloc"
+    r"|Unable to allocate|std::bad_alloc",
+    re.IGNORECASE,
+)
+
+
 def _guard(fn: Any, *args: Any, **kwargs: Any) -> Any:
     # SpeakerModelError and AudioError reach cli.py's exit-code map; a ValueError here is bad input too.
+    # An allocation that fails (torch's DefaultCPUAllocator, CUDA, ONNX Runtime's arena, numpy) is a
+    # refusal of this size of work, said as such (exit 1), not an internal error. numpy's
+    # RuntimeWarnings (a log of silence, an overflow in a refused input) are not printed: the
+    # result or the refusal says what matters.
+    import warnings
+
+    import numpy as np
+
     try:
-        return fn(*args, **kwargs)
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore", RuntimeWarning)
+            return fn(*args, **kwargs)
     except ValueError as exc:
         raise click.ClickException(str(exc)) from None
+    except MemoryError:
+        raise click.ClickException(_no_memory("")) from None
+    except Exception as exc:  # RuntimeError and ONNX Runtime's own exception types
+        if _OUT_OF_MEMORY.search(str(exc)) is None:
+            raise
+        raise click.ClickException(_no_memory(str(exc))) from None
+
+
+# CAM++'s largest activation is about this many bytes per fbank frame (fp32; measured: 174,000
+# frames, a 29-minute reference, asked 1,781,760,000 bytes at once), and at its peak about
+# PEAK_FACTOR such tensors are alive (ONNX Runtime's arena, torch's, the features).
+BYTES_PER_FRAME = 10_240
+PEAK_FACTOR = 4
+FRAMES_PER_SECOND = 100  # fbank: a frame every 10 ms
+
+
+def _headroom() -> int | None:
+    """Bytes this process may still allocate: the address-space limit less what it maps now, and
+    the host's available memory; None where neither can be read."""
+    import resource
+
+    room: list[int] = []
+    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    if soft != resource.RLIM_INFINITY:
+        room.append(soft - _proc_kib("/proc/self/status", "VmSize:") * 1024)
+    available = _proc_kib("/proc/meminfo", "MemAvailable:")
+    if available:
+        room.append(available * 1024)
+    return min(room) if room else None
+
+
+def _proc_kib(path: str, field: str) -> int:
+    try:  # the kernel's own small files (the guarded reader refuses /proc by design)
+        with open(path, "rb") as handle:
+            text = handle.read(1 << 16).decode("ascii", "replace")
+    except OSError:
+        return 0
+    for line in text.splitlines():
+        if line.startswith(field):
+            parts = line.split()
+            return int(parts[1]) if len(parts) > 1 and parts[1].isdigit() else 0
+    return 0
+
+
+def _fits(seconds: float, batch: int, what: str) -> None:
+    """Refuse at once work whose peak memory cannot fit (a failed allocation takes a minute)."""
+    need = int(seconds * FRAMES_PER_SECOND) * batch * BYTES_PER_FRAME * PEAK_FACTOR
+    room = _headroom()
+    if room is not None and need > room:
+        raise click.ClickException(
+            f"{what} needs about {need / 2**30:.1f} GiB at its peak; this process may allocate about "
+            f"{max(room, 0) / 2**30:.1f} GiB: use shorter references, fewer --seconds or a smaller "
+            "--batch, or a host with more memory"
+        )
+
+
+def _no_memory(detail: str) -> str:
+    said = re.search(r"tried to allocate [0-9]+ bytes|[Ff]ailed to allocate memory[^.\n]{0,80}", detail)
+    return (
+        "not enough memory for this work"
+        + (f" ({said.group(0)})" if said else "")
+        + ": use shorter references, fewer --seconds or a smaller --batch, or a host with more memory"
+    )
 
 
 @click.group(short_help="CAM++ tools: a stand-in model, parity, speed.")
@@ -127,6 +208,8 @@ def parity(wavs: tuple[Path, ...], **kwargs: Any) -> int:
         raise click.UsageError("give WAV files or --synthetic N, not both")
     refs = _guard(lambda: [read_wav(w) for w in wavs]) if wavs else make_synthetic(args.synthetic or 8)
     modes = {"off": [False], "on": [True], "both": [False, True]}[args.tf32]
+    longest = max(r.waveform.shape[-1] / max(r.sample_rate, 1) for r in refs)
+    _fits(longest, 1, f"a reference of {longest:.0f} s")
     from omni_deploy.common.output.progress import progress
 
     target = _device(args.device)
@@ -175,13 +258,15 @@ def bench(**kwargs: Any) -> int:
     from omni_deploy.speaker.bench import as_json, run_bench
 
     target = _device(args.device)
+    seconds, batches = _float_list(args.seconds), _int_list(args.batches)
+    _fits(max(seconds), max(batches), f"--seconds {max(seconds):g} at --batch {max(batches)}")
     with progress(f"timing CAM++ on {target}"):
         rows = _guard(
             run_bench,
             args.onnx_path,
             device=target,
-            seconds=_float_list(args.seconds),
-            batches=_int_list(args.batches),
+            seconds=seconds,
+            batches=batches,
             mixed=args.mixed,
             repeats=max(1, args.repeats),
             allow_tf32=args.tf32,

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from pathlib import Path
 
 _BIDI = "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
@@ -38,6 +39,16 @@ def _visible(char: str) -> str:
         return _NAMED[char]
     code = ord(char)
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+MAX_SHOWN = 2000  # characters of one message or hint shown (a 1.9 MB value is not worth 1.9 MB)
+
+
+def capped(text: str, limit: int = MAX_SHOWN) -> str:
+    """`text` cut to `limit` characters, saying how many more there were."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... ({len(text) - limit} more characters)"
 
 
 def no_command_start(text: str) -> str:
@@ -104,3 +115,28 @@ def yaml_comment(text: object) -> str:
     JSON-quoted ASCII line (YAML ends a comment at \\n, \\r, NEL, U+2028 and U+2029)."""
     value = str(text)
     return value if not _YAML_UNSAFE.search(value) else json.dumps(value, ensure_ascii=True)
+
+
+_SHELL_CONTROL = re.compile(f"[\x00-\x1f\x7f-\x9f{_BIDI}\ud800-\udfff]")
+
+
+def shell_word(word: str) -> str:
+    """One word of a command line we print: shlex's quoting, or bash's `$'...'` with visible
+    escapes when the word holds a control character, so a newline in a value (an --env value, a
+    pass-through flag) can never print a line of its own, yet the word pastes back as it was."""
+    import shlex
+
+    if not _SHELL_CONTROL.search(word):
+        return shlex.quote(word)
+    body = word.replace("\\", "\\\\").replace("'", "\\'")
+    return "$'" + _SHELL_CONTROL.sub(lambda m: _visible(m.group()), body) + "'"
+
+
+def control_free(text: str) -> bool:
+    """Whether `text` holds no control character (nothing shell_word would escape)."""
+    return not _SHELL_CONTROL.search(text)
+
+
+def shell_join(argv: Sequence[str]) -> str:
+    """A command line to print (shlex.join, with shell_word's escapes)."""
+    return " ".join(shell_word(word) for word in argv)

@@ -104,6 +104,23 @@ def token_length(line: str, start: int) -> int:
     return max(1, len(line[start:end].rstrip()))
 
 
+FRAME_BEFORE = 80  # characters of a long line shown before the marked spot
+FRAME_MARKED = 120  # characters of the marked token shown (and carets drawn)
+
+
+def _window(source: str, column: int) -> tuple[str, int, int]:
+    """The part of a source line a frame shows, the spot's start in it and the marked length: a
+    line of megabytes is cut around the spot (`...` where cut), the token to FRAME_MARKED."""
+    start = min(max(column - 1, 0), len(source))
+    length = token_length(source, start)
+    if len(source) <= FRAME_BEFORE + FRAME_MARKED:
+        return source, start, length
+    head = source[:start] if start <= FRAME_BEFORE else "..." + source[start - FRAME_BEFORE + 3 : start]
+    shown = min(length, FRAME_MARKED)
+    tail = source[start : start + shown] + ("..." if start + shown < len(source) else "")
+    return head + tail, len(head), shown
+
+
 def frame(
     lines: Sequence[str],
     line: int,
@@ -118,9 +135,7 @@ def frame(
     if not 1 <= line <= len(lines):
         return []
     colour = paint or (lambda _kind, text: text)
-    source = lines[line - 1]
-    start = min(max(column - 1, 0), len(source))
-    length = token_length(source, start)
+    source, start, length = _window(lines[line - 1], column)
     shown_prefix = visible(source[:start])
     marked = visible(source[start : start + length]) or " "
     number = str(line)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from typing import Any
 
 from omni_deploy.common.errors import OmniDeployError
@@ -33,11 +34,29 @@ def json_key(key: Any) -> str:
     return str(key)
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _utf8(text: str) -> str:
+    """A string UTF-8 can hold: a byte that was not UTF-8 (a file name's, kept by Python as a lone
+    surrogate U+DC80..U+DCFF) becomes the four characters `\\xNN`; any other lone surrogate
+    `\\uNNNN`. JSON would otherwise write a `\\udcff` escape no strict reader accepts."""
+
+    def visible(match: re.Match[str]) -> str:
+        code = ord(match.group())
+        return f"\\x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF else f"\\u{code:04x}"
+
+    return _SURROGATE.sub(visible, text)
+
+
 def safe(value: Any, path: str = "$") -> Any:
     """`value` as strict JSON can hold it: keys spelt as YAML spells them (two that collide are a
-    JsonKeyError naming both), NaN and infinity as strings (a config can hold `.inf`)."""
+    JsonKeyError naming both), NaN and infinity as strings (a config can hold `.inf`), strings
+    valid UTF-8 (`_utf8`)."""
     if isinstance(value, float) and not math.isfinite(value):
         return str(value)
+    if isinstance(value, str):
+        return _utf8(value)
     if isinstance(value, dict):
         out: dict[str, Any] = {}
         seen: dict[str, Any] = {}
@@ -49,7 +68,7 @@ def safe(value: Any, path: str = "$") -> Any:
                     "quote them all as strings (or use -o yaml)"
                 )
             seen[spelt] = key
-            out[spelt] = safe(item, f"{path}.{spelt}")
+            out[_utf8(spelt)] = safe(item, f"{path}.{spelt}")
         return out
     if isinstance(value, list | tuple):
         return [safe(v, f"{path}[{i}]") for i, v in enumerate(value)]

@@ -51,9 +51,14 @@ def width_for(stream: TextIO) -> int:
 
 
 def _cell(value: Any) -> str:
-    from omni_deploy.common.output.escape import for_terminal  # cells hold values from files
+    from omni_deploy.common.output.escape import capped, for_terminal  # cells hold values from files
 
-    return "-" if value is None else for_terminal(value)
+    if value is None:
+        return "-"
+    return for_terminal(capped(str(value), MAX_CELL))  # a megabyte value is not a cell
+
+
+MAX_CELL = 200  # characters of one cell (-o json has the whole value)
 
 
 def to_text(

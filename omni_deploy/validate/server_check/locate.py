@@ -23,6 +23,11 @@ _OWNERLESS = re.compile(r"no structured config owner: (.+)$")
 _QUOTED = re.compile(r"""['"]([^'"\s]{1,200})['"]""")
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")
 _STATED = re.compile(r"\b([A-Za-z_][A-Za-z0-9_]*) \(([^()\s]{1,40})\)")
+# pydantic's ValidationError: the field's name on a line, its error below with the value it got
+# ("gpu_memory_utilization\n  Input should be ... [type=..., input_value=1.5, input_type=float]").
+_PYDANTIC_INPUT = re.compile(
+    r"(?m)^([A-Za-z_][A-Za-z0-9_.]*)[ \t]*\n[ \t]+[^\n]*?\[type=[^,\]\n]+, input_value=([^\n]{1,200}?), input_type="
+)
 _MAX_PLACES = 6  # more matches than this say nothing about where: the whole file instead
 
 
@@ -220,6 +225,13 @@ def _named(name: str, parts: list[Hashable], text: object, is_key: bool) -> bool
     return _holds_settings(key_parts[:-1], head if tail else None)
 
 
+def _unquoted(value: str) -> str:
+    """A value as pydantic's repr shows it ('abc', "abc", 1.5), as str() of the scalar reads."""
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+        return value[1:-1]
+    return value
+
+
 def _holds(config: Map, parts: list[Hashable], stated: str) -> bool:
     value = _at(config, parts)
     return isinstance(value, Scalar) and str(value.value) == stated
@@ -260,7 +272,16 @@ def places(refusal: Refusal, config: Map) -> list[Place]:
     # "max_num_batched_tokens (2) must be >= max_num_seqs (8)": a key stated with its value is the
     # key that holds that value (not every stage's max_num_seqs).
     stated = dict(_STATED.findall(_named_part(refusal.message)))
-    found = named_places(config, _names(refusal), wanted_stage, refusal.platform, stated)
+    # A pydantic refusal names the value it got: only the stage whose key holds it is at fault.
+    stated.update(
+        (name.rsplit(".", 1)[-1], _unquoted(value))
+        for name, value in _PYDANTIC_INPUT.findall(refusal.message)
+    )
+    names = _names(refusal)
+    # No key holds the stated value (a value shortened in the message): every candidate.
+    found = named_places(config, names, wanted_stage, refusal.platform, stated) or named_places(
+        config, names, wanted_stage, refusal.platform
+    )
     if refusal.message.startswith("Undefined connector reference"):
         # The reference is the fault, not the connector of that name elsewhere.
         found = [p for p in found if not p.is_key and "_connectors" in p.path]
