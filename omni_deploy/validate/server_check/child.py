@@ -175,7 +175,7 @@ class _Release:
         raised: list[BaseException | None] = []
         for pipeline in candidates:
             try:
-                self._typed(pipeline, deploy, file, model, platform)
+                self._typed(pipeline, deploy, file, model, platform, out)
                 raised.append(None)
             except Exception as exc:
                 raised.append(exc)
@@ -192,7 +192,9 @@ class _Release:
         if len(candidates) > 1:
             out["resolved_by"] = "every pipeline the resolver can return gives this verdict"
 
-    def _typed(self, pipeline: Any, deploy: Any, file: str, model: str, platform: str) -> None:
+    def _typed(
+        self, pipeline: Any, deploy: Any, file: str, model: str, platform: str, out: dict[str, Any]
+    ) -> None:
         apply = functools.partial(self.stage_config._apply_platform_overrides, platform=platform)
         if self.omni_config is not None:
             original = self.omni_config._apply_platform_overrides
@@ -206,7 +208,8 @@ class _Release:
                 )
             finally:
                 self.omni_config._apply_platform_overrides = original
-            out["steps"].append("stage_engines")
+            if "stage_engines" not in out["steps"]:  # once, whichever pipeline the resolver tries
+                out["steps"].append("stage_engines")
             from engine_steps import stage_engine_steps
 
             stage_engine_steps(config, model, platform)
