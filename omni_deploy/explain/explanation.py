@@ -93,7 +93,7 @@ def explain(
         for p in platforms
     }
     from omni_deploy.knowledge.target import for_host
-    from omni_deploy.speaker_backend import at_release, on_release_device
+    from omni_deploy.speaker_backend import at_release, on_release_device, with_release_tf32
 
     reads = for_host(target_version or host.vllm_omni or RELEASED)
     if not host.probed:
@@ -103,6 +103,7 @@ def explain(
     # Off CUDA the release's own code picks CAM++'s device (torch on the NPU from 0.32.0rc1 on).
     decisions = {p: on_release_device(d, reads) for p, d in decisions.items()}
     own = {p: _own(deployment, reads, p, env) for p in platforms}
+    decisions = {p: with_release_tf32(d, own[p], env) for p, d in decisions.items()}
     result: dict[str, Any] = {
         "file": deployment.name,
         "pipeline": info.name,

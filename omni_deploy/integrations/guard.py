@@ -154,6 +154,31 @@ def session_embedder(session: Any) -> Embedder:
     return embed
 
 
+def lazy_session_embedder(onnx_path: str) -> Embedder:
+    """`session_embedder` over the session vllm-omni 0.32 builds on first use (`spk_model`: CPU
+    provider, all graph optimisations, one intra-op thread), built here on the first call: a
+    stage whose encoder never fails never loads it, as vllm-omni's own never does once a device
+    model is in the slot."""
+    made: list[Embedder] = []
+    lock = threading.Lock()
+
+    def embed(feat: Any) -> Any:
+        with lock:
+            if not made:
+                import onnxruntime
+
+                options = onnxruntime.SessionOptions()
+                options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
+                options.intra_op_num_threads = 1
+                session = onnxruntime.InferenceSession(
+                    onnx_path, sess_options=options, providers=["CPUExecutionProvider"]
+                )
+                made.append(session_embedder(session))
+        return made[0](feat)
+
+    return embed
+
+
 class SessionFacade:
     """An ONNX Runtime session's face (`get_inputs`, `run`) over a guard, for callers that take a
     session (CosyVoice3's and GLM-TTS's processors, Ming's extractor): they keep their own front

@@ -2,29 +2,38 @@
 
 `patch` runs when vllm-omni's Code2Wav module is imported (only the Code2Wav stage's process does)
 and wraps `MiniCPMO45Code2Wav._build_backend`. After vllm-omni has built the token2wav core (ONNX
-Runtime session loaded, TensorRT swapped in if selected), the wrapper reads the stage's own config
+Runtime session loaded, or left to be built on first use as vllm-omni 0.32 does; TensorRT swapped in
+if selected), the wrapper reads the stage's own config
 (`vllm_config.model_config.stage_connector_config["extra"]`, where Code2Wav reads its other options)
 and the stage process's environment, applies `speaker_rules.choose`, and for cuda-torch puts the
 guarded encoder in the core's `_spk_model` slot, through the callable contract vllm-omni already
 supports for TensorRT (`_forward_spk_embedding` calls any non-ORT `_spk_model(feat[T, 80]) -> [1,
 192]`). Step-Audio2's core is never touched: only a core built by MiniCPM-o's Code2Wav is.
+
+Every start reports (integrations/report): what the stage took, or why the plugin stood aside. The
+stage's matmul TF32 policy is the release's own where it has one (0.32's `_tf32_mode`, 0.31's
+`token2wav_allow_tf32` read in its forward), so the batched preparation computes what vllm-omni's
+own preparation would.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import os
 from collections.abc import Mapping
 from types import ModuleType
 from typing import Any
 
-from omni_deploy.integrations.guard import session_embedder
-from omni_deploy.integrations.refprep import detach, plug
+from omni_deploy.integrations.guard import lazy_session_embedder, session_embedder
+from omni_deploy.integrations.refprep import detach, plug, plug_prefetch
 from omni_deploy.integrations.report import Outcome, report, warn, warn_once
 from omni_deploy.integrations.speaker_rules import (
     CPU_ORT,
     CUDA_TORCH,
     ENV_BACKEND,
+    ENV_TF32,
+    KEY_ALLOW_TF32,
     KEY_DEVICE_SPK,
     MINICPMO,
     TENSORRT,
@@ -68,8 +77,12 @@ def patch(module: ModuleType) -> None:
     code2wav_cls = getattr(module, "MiniCPMO45Code2Wav", None)
     problem = "MiniCPMO45Code2Wav not found" if code2wav_cls is None else build_backend_problem(code2wav_cls)
     if problem:
-        warn_once("compat", "incompatible vllm-omni (%s); the speaker embedding stays on ONNX Runtime on the CPU",
+        warn_once("compat", "incompatible vllm-omni (%s); the speaker embedding stays as vllm-omni builds it",
                   problem)  # fmt: skip
+        # Never silent: no stage is built through the plugin, so the process says so once.
+        admission = admit(MINICPMO)
+        report(Outcome(CPU_ORT, "?", "incompatible vllm-omni", vllm_omni=admission.version,
+                       layout=admission.layout))  # fmt: skip
         return
     install(code2wav_cls, stands_aside=reads_device_spk_itself(module))
 
@@ -143,6 +156,41 @@ def _describe(model: Any) -> str:
     return type(model).__name__
 
 
+LAZY_LAYOUT = "lazy-session+prefetch"  # targets.MINICPMO_LAZY.name
+
+
+def release_tf32(module: Any, extra: Mapping[str, Any]) -> tuple[bool, str] | None:
+    """The Code2Wav stage's matmul TF32 as this vllm-omni decides it, and by what; None where the
+    release has no policy of its own (0.30.0: omni-deploy's rule decides). 0.32's `_tf32_mode` is
+    called as it is (env MINICPMO_CODE2WAV_TF32, then token2wav_allow_tf32, then
+    code2wav_allow_tf32, on by default); 0.31 reads token2wav_allow_tf32 in its forward, off by
+    default."""
+    mode = getattr(module, "_tf32_mode", None)
+    if callable(mode):
+        return mode(extra) != "off", "vllm-omni (_tf32_mode)"
+    try:
+        source = inspect.getsource(module)
+    except (OSError, TypeError):
+        return None
+    if f'get("{KEY_ALLOW_TF32}", False)' in source:
+        value = as_bool(extra.get(KEY_ALLOW_TF32))
+        return bool(value), KEY_ALLOW_TF32 if value is not None else f"{KEY_ALLOW_TF32} (vllm-omni's default)"
+    return None
+
+
+def stage_choice(code2wav: Any, on_cuda: bool) -> Choice:
+    """`speaker_rules.choose` for this stage, its TF32 the release's own policy unless the
+    environment names one (OMNI_DEPLOY_SPK_TF32)."""
+    import sys
+
+    extra = stage_extra(code2wav)
+    choice = choose(extra, os.environ, on_cuda=on_cuda)
+    own = release_tf32(sys.modules.get(type(code2wav).__module__), extra)
+    if own is None or os.environ.get(ENV_TF32):
+        return choice
+    return dataclasses.replace(choice, allow_tf32=own[0], tf32_by=own[1])
+
+
 def take_over(code2wav: Any, stands_aside: bool = False) -> Outcome:
     """Apply the rules to one freshly built Code2Wav backend; returns what the stage got."""
     label = stage_label(code2wav)
@@ -157,15 +205,18 @@ def take_over(code2wav: Any, stands_aside: bool = False) -> Outcome:
     device = torch.device(getattr(core, "device", "cpu"))
     current = getattr(core, "_spk_model", None)
     admission = admit(MINICPMO)
-    outcome.vllm_omni, outcome.device = admission.version, str(device)
+    outcome.vllm_omni, outcome.device, outcome.layout = admission.version, str(device), admission.layout
+    # vllm-omni 0.32 leaves the slot empty and builds its CPU session on first use.
+    lazy = current is None and admission.layout == LAZY_LAYOUT
     if stands_aside:
-        return _stand_aside(outcome, current, label)
-    choice = choose(stage_extra(code2wav), os.environ, on_cuda=device.type == "cuda" or forced_cpu())
+        return _stand_aside(outcome, current, label, lazy)
+    choice = stage_choice(code2wav, on_cuda=device.type == "cuda" or forced_cpu())
     for problem in choice.problems:
         warn("%s: %s", label, problem)
     outcome.warnings = list(choice.problems)
-    if not is_ort_session(current):
-        # TensorRT (vllm-omni swapped in its own callable) or something else: never touched.
+    if not (lazy or is_ort_session(current)):
+        # TensorRT (vllm-omni swapped in its own callable), torch on an NPU, or something else:
+        # never touched.
         trt = choice.backend == TENSORRT
         outcome.backend = TENSORRT if trt else _describe(current)
         outcome.why = choice.decided_by if trt else "vllm-omni"
@@ -185,11 +236,11 @@ def take_over(code2wav: Any, stands_aside: bool = False) -> Outcome:
     return _install_guard(code2wav, core, device, current, choice, label, outcome)
 
 
-def _stand_aside(outcome: Outcome, current: Any, label: str) -> Outcome:
+def _stand_aside(outcome: Outcome, current: Any, label: str, lazy: bool) -> Outcome:
     """A vllm-omni that reads token2wav_device_spk itself decides; the plugin only reports."""
     warn("%s: this vllm-omni reads %s itself, so its code decides the speaker backend; omni-deploy's plugin "
          "stands aside", label, KEY_DEVICE_SPK)  # fmt: skip
-    outcome.backend = CPU_ORT if is_ort_session(current) else _describe(current)
+    outcome.backend = CPU_ORT if lazy or is_ort_session(current) else _describe(current)
     outcome.why = "vllm-omni"
     return outcome
 
@@ -203,12 +254,17 @@ def _install_guard(
     take-over that fails leaves the stage as vllm-omni built it."""
     onnx_path = os.path.join(str(core.model_path), "campplus.onnx")
     outcome.onnx = onnx_path
-    guard, encoder = load_guard(onnx_path, device, choice, session_embedder(current), label, outcome)
+    # vllm-omni's own session behind the guard; where the release builds it on first use, the
+    # fallback does too, so a stage whose encoder never fails never pays for it.
+    fallback = lazy_session_embedder(onnx_path) if current is None else session_embedder(current)
+    guard, encoder = load_guard(onnx_path, device, choice, fallback, label, outcome)
     if guard is None:
         return outcome
     extra = stage_extra(code2wav)
     prepare = plug(code2wav, core, guard, encoder, extra, choice, label)
     state = getattr(code2wav, "_omni_deploy_refprep", None) if prepare == "batched" else None
+    if state is not None and outcome.layout == LAZY_LAYOUT:
+        outcome.prefetch = plug_prefetch(code2wav, state, label)
     warmed = warm_stage(encoder, state, max_num_seqs(code2wav), extra, budget_from_env())
     outcome.warmup_s = round((outcome.warmup_s or 0.0) + warmed.seconds, 3)
     if warmed.problem is not None and (warmed.cuda_error or state is None):
@@ -226,7 +282,7 @@ def _install_guard(
     reported = guard.on_retire
 
     def retire(what: str) -> None:
-        core._spk_model = current  # vllm-omni's own ORT branch from now on
+        core._spk_model = current  # vllm-omni's own ORT branch from now on (None: it builds it)
         if outcome.prepare == "batched":
             outcome.prepare = "per-voice(encoder retired)"  # the hook stops with the encoder
         if reported is not None:

@@ -1,4 +1,4 @@
-"""Batched reference preparation in MiniCPM-o 4.5's Code2Wav stage (vllm-omni 0.30.0).
+"""Batched reference preparation in MiniCPM-o 4.5's Code2Wav stage (vllm-omni 0.30.0 on).
 
 vllm-omni prepares each new reference voice on its own, on the request's critical path:
 `MiniCPMO45Code2Wav.forward` parses every item of the call (`_parse_item`, which also writes
@@ -15,6 +15,12 @@ vLLM cannot decode, an embedding the guard would refuse) is left to it, and so i
 when the pass fails (rate-limited WARNING, counted; after `limit` failures in a row the hook
 retires for good). Tokens equal vllm-omni's: voices whose quantizer values lie within rounding of a
 boundary are recomputed by vllm-omni's own per-voice operations (see refprep/prepare.py).
+
+Any other miss of `prepare_prompt` (a voice the forward did not announce, vllm-omni 0.32's prefetch
+at request arrival) goes through the same pass, as a batch of one. Where 0.32 prefetches while
+several references wait (`token2wav_ref_prefetch_max_waiters` above 1), the idle step's phase runs
+for each of them with `prepare_prompt` only noting its reference, and one pass prepares them all
+(`plug_prefetch`); the requests' forwards then find them in the cache.
 """
 
 from __future__ import annotations
@@ -49,6 +55,8 @@ class HookState:
     log: Callable[..., None]  # (level, message, *args)
     active: Callable[[], bool] = lambda: True  # False once the speaker encoder has been retired
     pending: list[tuple[str, str]] = field(default_factory=list)
+    collecting: bool = False  # prepare_prompt only notes its reference (a batched prefetch)
+    prefetched: int = 0  # references prepared ahead of their request (0.32's prefetch)
     failures: int = 0
     consecutive: int = 0
     retired: bool = False
@@ -67,9 +75,12 @@ class HookState:
         if will_prepare(item):
             self.pending.append((str(item.prompt_cache_id), str(item.prompt_wav)))
 
-    def before_prepare(self) -> None:
-        """At each `prepare_prompt`; only the forward's first finds a list to prepare."""
+    def before_prepare(self, key: tuple[str, str] | None = None) -> None:
+        """At each `prepare_prompt` (of `key`): the forward's first prepares what the forward will
+        need; a later miss prepares its own reference."""
         with self._lock:
+            if key is not None:
+                self.pending.append(key)
             keys = [k for k in dict.fromkeys(self.pending) if k not in self.backend._prompt_features]
             self.pending.clear()
             if not keys or self.retired or not self.active():
@@ -135,7 +146,8 @@ class HookState:
 
     def summary(self) -> str:
         return (
-            f"batched reference preparation: {self.voices} voices in {self.passes} passes, "
+            f"batched reference preparation: {self.voices} voices in {self.passes} passes "
+            f"({self.prefetched} ahead of their request), "
             f"{self.rechecked} tokens rechecked one by one, {self.left} left to vllm-omni, "
             f"{self.failures} failed passes"
         )
@@ -203,7 +215,11 @@ def attach(code2wav: Any, state: HookState) -> None:
         return item
 
     def prepare(prompt_cache_id: str, prompt_wav: str) -> Any:
-        state.before_prepare()
+        key = (str(prompt_cache_id), str(prompt_wav))
+        if state.collecting and key not in state.backend._prompt_features:
+            state.pending.append(key)
+            return None  # a prefetch phase discards it; the batched pass fills the cache
+        state.before_prepare(key)
         return prepare_prompt(prompt_cache_id, prompt_wav)
 
     code2wav._parse_item = parse
@@ -215,6 +231,7 @@ def detach(code2wav: Any) -> None:
     """Undo `attach`: vllm-omni's own methods again (the instance attributes go; the class's stay)."""
     state = vars(code2wav).pop("_omni_deploy_refprep", None)
     vars(code2wav).pop("_parse_item", None)
+    vars(code2wav).pop("_run_prefetch_phase", None)
     if state is not None:
         vars(state.backend).pop("prepare_prompt", None)
 
@@ -333,3 +350,46 @@ def plug(code2wav: Any, core: Any, guard: Any, encoder: Any, extra: Mapping[str,
         warn("%s: batched reference preparation could not be set up (%s: %s); vllm-omni prepares each voice "
              "itself", label, type(exc).__name__, exc)  # fmt: skip
         return f"per-voice(error: {type(exc).__name__})"
+
+
+def plug_prefetch(code2wav: Any, state: HookState, label: str) -> str:
+    """vllm-omni 0.32's reference prefetch through the batched pass (after `plug` gave
+    "batched"): wraps the stage's `_run_prefetch_phase`. Returns the report line's `prefetch`."""
+    from omni_deploy.integrations.report import warn
+
+    if getattr(code2wav, "_ref_prefetch_enabled", None) is False:
+        return "off"
+    queue = getattr(code2wav, "_prefetch_queue", None)
+    run_phase = getattr(code2wav, "_run_prefetch_phase", None)
+    if not isinstance(queue, Mapping) or not callable(run_phase):
+        warn("%s: vllm-omni's reference prefetch has no queue the plugin knows; it prepares each reference "
+             "itself (on the plugin's encoder)", label)  # fmt: skip
+        return "per-voice(layout)"
+
+    def waiting(record: Any) -> list[tuple[Any, Any]]:
+        """The other queued references whose phase A has not run, in queue order."""
+        return [
+            (sid, r) for sid, r in list(queue.items()) if r is not record and getattr(r, "entry", 1) is None
+        ]
+
+    def run_prefetch_phase(state_id: Any, record: Any) -> Any:
+        if state.collecting or getattr(record, "entry", 1) is not None:
+            return run_phase(state_id, record)  # phase B, or inside a batched phase A
+        others = waiting(record)
+        ready = len(state.backend._prompt_features)
+        if not others:
+            ran = run_phase(state_id, record)  # a lone reference: prepare_prompt's miss is one pass
+        else:
+            state.collecting = True
+            try:
+                ran = run_phase(state_id, record)
+                for other_id, other in others:
+                    run_phase(other_id, other)
+            finally:
+                state.collecting = False
+            state.before_prepare()
+        state.prefetched += max(0, len(state.backend._prompt_features) - ready)
+        return ran
+
+    code2wav._run_prefetch_phase = run_prefetch_phase
+    return "batched"

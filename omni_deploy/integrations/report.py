@@ -71,6 +71,10 @@ class Outcome:
     retired: str | None = None  # why the encoder was retired for good, once it was
     warmup_s: float | None = None  # the encoder's warm-up embedding before the first request
     prepare: str = "n/a"  # new reference voices (issue 26): "batched", or "per-voice(<why>)"
+    layout: str = "n/a"  # the shape of vllm-omni's code the patch recognised (targets.Layout)
+    # references vllm-omni prepares at request arrival (0.32): "batched" (through the plugin's
+    # pass), "off" (token2wav_ref_prefetch: false), "vllm-omni(<why>)"; "n/a": no prefetch there
+    prefetch: str = "n/a"
 
 
 def startup_fallback(why: str, prepare: str = "n/a") -> str | None:
@@ -121,9 +125,10 @@ def report(outcome: Outcome) -> None:
     """The INFO line (serve parses its key=value fields) and, where asked for, the report file."""
     logger().info(
         "%s stage=%s backend=%s device=%s tf32=%s kernels=%s onnx=%s replaced=%s decided-by=%s model=%s "
-        "vllm-omni=%s prepare=%s",
+        "vllm-omni=%s prepare=%s layout=%s prefetch=%s",
         REPORT_MARK, token(outcome.stage), outcome.backend, outcome.device, outcome.tf32, outcome.kernels,
         outcome.onnx, outcome.replaced, token(outcome.why), outcome.model, token(outcome.vllm_omni), token(outcome.prepare),
+        token(outcome.layout), token(outcome.prefetch),
     )  # fmt: skip
     write_file(outcome)
 

@@ -27,7 +27,7 @@ from omni_deploy.integrations.speaker_rules import (
     Model,
     version_verdict,
 )
-from omni_deploy.integrations.targets import BY_MODEL, shape_problems
+from omni_deploy.integrations.targets import BY_MODEL, recognise
 
 
 def vllm_omni_version() -> str | None:
@@ -64,6 +64,7 @@ class Admission:
     ok: bool
     version: str
     why: str  # "", or the reason it was refused (the report line's decided-by)
+    layout: str = "n/a"  # the code layout recognised (targets.Layout.name), the report's `layout=`
 
 
 _admitted: dict[str, Admission] = {}
@@ -84,11 +85,14 @@ def admit(model: Model) -> Admission:
         if not allowed:
             result = Admission(False, shown, f"version {shown} refused")
         else:
-            problems = shape_problems(BY_MODEL[model.pipeline], module_source)
-            if problems:
-                warn_once(f"shape:{model.pipeline}", "incompatible vllm-omni %s for %s (%s); the speaker embedding stays "
-                          "on ONNX Runtime on the CPU", shown, model.title, "; ".join(problems))  # fmt: skip
-            result = Admission(not problems, shown, "incompatible vllm-omni" if problems else "")
+            known = recognise(BY_MODEL[model.pipeline], module_source)
+            if known.layout is None:
+                warn_once(f"shape:{model.pipeline}", "vllm-omni %s's %s code is not a layout the plugin knows (%s); it "
+                          "patches nothing there and the speaker path stays as vllm-omni built it", shown,
+                          model.title, "; ".join(known.problems))  # fmt: skip
+                result = Admission(False, shown, "incompatible vllm-omni", "unrecognised")
+            else:
+                result = Admission(True, shown, "", known.layout)
         _admitted[model.pipeline] = result
         return result
 

@@ -24,7 +24,13 @@ from omni_deploy.speaker_backend.host import (
 from omni_deploy.speaker_backend.other_models import model_decision
 from omni_deploy.speaker_backend.reach import at_release
 from omni_deploy.speaker_backend.refprep import Preparation, reference_preparation
-from omni_deploy.speaker_backend.release_own import NPU_TORCH, OwnBehaviour, code2wav_own, on_release_device
+from omni_deploy.speaker_backend.release_own import (
+    NPU_TORCH,
+    OwnBehaviour,
+    code2wav_own,
+    on_release_device,
+    with_release_tf32,
+)
 from omni_deploy.speaker_backend.server_report import read_report, summary_lines
 from omni_deploy.speaker_backend.types import NOT_APPLICABLE, UNKNOWN, Fallback, Reason, SpeakerDecision
 
@@ -58,6 +64,7 @@ __all__ = [
     "speaker_decision",
     "speaker_inputs",
     "summary_lines",
+    "with_release_tf32",
 ]
 
 

@@ -265,7 +265,7 @@ def _cuda_torch(ask: _Ask, host: HostCaps) -> SpeakerDecision:
             )
         provider = f"omni-deploy vLLM plugin (vllm-omni {host.vllm_omni or RELEASED} does not read token2wav_device_spk)"
         ask.reasons.append(Reason("provider", "omni-deploy plugin", "host" if host.probed else "assumed"))
-        if tf32.explicit:
+        if tf32.explicit and not host.vllm_omni_reads_tf32:
             ask.warnings.append(
                 f"{tf32.name} is applied to CAM++ by omni-deploy's plugin; vllm-omni {host.vllm_omni or RELEASED} "
                 "ignores it for the rest of Code2Wav"

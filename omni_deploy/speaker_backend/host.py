@@ -24,6 +24,7 @@ from omni_deploy.integrations.speaker_rules import (
     CODE2WAV_MODULE,
     ENV_REPORT_DIR,
     ENV_VERIFIED_ONLY,
+    KEY_ALLOW_TF32,
     KEY_DEVICE_SPK,
     PLUGIN_GROUP,
     PLUGIN_NAME,
@@ -57,6 +58,9 @@ class HostCaps:
     # gives None for it): why, by distribution name.
     version_problems: dict[str, str] = field(default_factory=dict)
     vllm_omni_reads_device_spk: bool = False
+    # Whether that vllm-omni's Code2Wav reads token2wav_allow_tf32 itself (0.31 on): then the key is
+    # its policy for the whole stage, not only for the plugin's CAM++.
+    vllm_omni_reads_tf32: bool = False
     plugin_registered: bool = True
     plugins_allowlist: str | None = None  # VLLM_PLUGINS as set here; None: unset (all plugins load)
     vllm_on_path: str | None = None  # the `vllm` executable first on PATH
@@ -113,8 +117,26 @@ def assumed_host(target_version: str) -> HostCaps:
 
     # Only code says a version reads the key: a release's committed reads, or an installed
     # unreleased vllm-omni's source. `main` without a main checkout installed claims nothing.
-    reads = for_host(target_version).reads("code2wav", KEY_DEVICE_SPK) is not None
-    return HostCaps(probed=False, vllm_omni=target_version, vllm_omni_reads_device_spk=reads)
+    known = for_host(target_version)
+    reads = known.reads("code2wav", KEY_DEVICE_SPK) is not None
+    return HostCaps(
+        probed=False,
+        vllm_omni=target_version,
+        vllm_omni_reads_device_spk=reads,
+        vllm_omni_reads_tf32=known.reads("code2wav", KEY_ALLOW_TF32) is not None,
+    )
+
+
+def reads_tf32(version: str | None) -> bool:
+    """Whether vllm-omni `version`'s Code2Wav reads token2wav_allow_tf32 (its committed reads)."""
+    if not version:
+        return False
+    from omni_deploy.knowledge.target import for_host
+
+    try:
+        return for_host(version).reads("code2wav", KEY_ALLOW_TF32) is not None
+    except Exception:  # a version the knowledge cannot place claims nothing
+        return False
 
 
 def _importable(name: str) -> bool:
@@ -259,6 +281,7 @@ def probe_host() -> HostCaps:
         vllm_omni=installed_version("vllm-omni"),
         version_problems=_version_problems(("vllm", "vllm-omni")),
         vllm_omni_reads_device_spk=vllm_omni_reads_device_spk(),
+        vllm_omni_reads_tf32=reads_tf32(installed_version("vllm-omni")),
         plugin_registered=plugin_registered(),
         plugins_allowlist=os.environ.get(PLUGINS_ALLOWLIST_ENV),
         vllm_on_path=vllm_path,

@@ -224,3 +224,21 @@ def on_release_device(decision: SpeakerDecision, reads: TargetReads) -> SpeakerD
         inputs_dtype="fp32",
         reasons=reasons,
     )
+
+
+def with_release_tf32(
+    decision: SpeakerDecision, own: list[OwnBehaviour], environ: dict[str, str]
+) -> SpeakerDecision:
+    """`decision` with the plugin's CAM++ TF32 as the plugin sets it on a release with a TF32 policy of
+    its own (0.31 on): the stage's policy, so that the batched preparation computes what vllm-omni's
+    own would (integrations/minicpmo.stage_choice); env OMNI_DEPLOY_SPK_TF32 still overrides it."""
+    from omni_deploy.integrations.speaker_rules import CUDA_TORCH, ENV_TF32
+
+    policy = next((b for b in own if b.topic == "tf32" and b.at is not None), None)
+    if policy is None or decision.speaker_backend != CUDA_TORCH or environ.get(ENV_TF32):
+        return decision
+    if "omni-deploy" not in decision.provider:
+        return decision
+    reasons = [r for r in decision.reasons if r.setting != "matmul TF32"]
+    reasons.append(Reason("matmul TF32", bool(policy.value), f"the stage's own policy ({policy.decided_by})"))
+    return replace(decision, matmul_tf32=bool(policy.value), reasons=reasons)

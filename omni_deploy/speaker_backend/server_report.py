@@ -66,7 +66,7 @@ def parse_report_line(line: str) -> StageReport | None:
 # A report file's keys as the report line names them.
 _FILE_FIELDS = {"device": "device", "tf32": "tf32", "kernels": "kernels", "onnx": "onnx", "replaced": "replaced",
                 "why": "decided-by", "model": "model", "vllm_omni": "vllm-omni", "retired": "retired",
-                "pid": "pid", "prepare": "prepare"}  # fmt: skip
+                "pid": "pid", "prepare": "prepare", "layout": "layout", "prefetch": "prefetch"}  # fmt: skip
 
 
 def parse_report_file(record: Any) -> StageReport | None:

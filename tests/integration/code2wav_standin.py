@@ -220,12 +220,14 @@ def run_stage(
     prepares it once and caches it)."""
     _set_env(env)
     import s3tokenizer
-    import vllm.logger  # configures the `vllm` logger tree as in a server
     import vllm.plugins
     import vllm_omni
 
     if vllm_omni_version is not None:
         vllm_omni.__version__ = vllm_omni_version  # as a newer (or patched) vllm-omni would say
+    from tests.integration import vllm_loading
+
+    vllm_loading.configure_vllm_logging()  # the `vllm` logger tree as in a stage process
     # The plugins load before the model's modules are imported, as in a stage's engine core.
     vllm.plugins.load_general_plugins()
     from vllm_omni.model_executor.models.minicpmo_4_5 import minicpmo_4_5_code2wav as c2w
@@ -246,7 +248,6 @@ def run_stage(
         return out
 
     step.StepAudio2Token2WavCore._forward_spk_embedding = spy
-    from tests.integration import vllm_loading
 
     vllm_config = vllm_loading.stage_config(
         vllm_loading.DTYPES[dtype], model=model_dir, revision=None, stage_id=2,

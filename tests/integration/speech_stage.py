@@ -32,12 +32,13 @@ def run_model(model: str, model_dir: str, env: dict[str, str | None], result: st
         else:
             os.environ[name] = value
     import onnxruntime
-    import vllm.logger  # configures the `vllm` logger tree as in a server
     import vllm.plugins
     from vllm.utils.torch_utils import set_default_torch_dtype
 
-    vllm.plugins.load_general_plugins()  # before the model's modules are imported, as in a stage
     from tests.integration import code2wav_standin, vllm_loading
+
+    vllm_loading.configure_vllm_logging()  # the `vllm` logger tree as in a stage process
+    vllm.plugins.load_general_plugins()  # before the model's modules are imported, as in a stage
 
     records = code2wav_standin._Records()
     logging.getLogger("vllm").addHandler(records)

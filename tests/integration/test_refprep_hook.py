@@ -240,7 +240,7 @@ def test_the_plugins_patch_hooks_the_stage_behind_its_guard(
         state = code2wav._omni_deploy_refprep
         assert isinstance(state, refprep.HookState) and state.active()
         (line,) = [m for m in lines if m.startswith(REPORT_MARK)]
-        assert "backend=cuda-torch" in line and line.endswith("prepare=batched")
+        assert "backend=cuda-torch" in line and " prepare=batched " in line + " "
         call(code2wav)
         assert state.passes == 1 and state.voices == len(RATES)
         core._spk_model.retired = True  # the guard retires the encoder: the pass stops with it

@@ -134,7 +134,7 @@ def test_code2wav_takes_over_in_every_loader_dtype(
 ) -> None:
     code2wav = load_code2wav(model_dir, dtype)
     (line,) = [m for m in plugin_lines if m.startswith(REPORT_MARK)]
-    assert "backend=cuda-torch" in line and "fallback" not in line and line.endswith("prepare=batched"), (
+    assert "backend=cuda-torch" in line and "fallback" not in line and " prepare=batched " in line + " ", (
         plugin_lines
     )
     core = code2wav.backend._token2wav._core

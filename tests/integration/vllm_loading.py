@@ -50,7 +50,26 @@ def load_as_vllm(build: Callable[[Any], Any], vllm_config: Any) -> Any:
         def load_weights(self, model: Any, model_config: Any) -> None:
             model.load_weights(iter(()))
 
-    return StageLoader(SimpleNamespace()).load_model(vllm_config, vllm_config.model_config)
+    with _accelerator_cache_release_on_cpu():
+        return StageLoader(SimpleNamespace()).load_model(vllm_config, vllm_config.model_config)
+
+
+@contextmanager
+def _accelerator_cache_release_on_cpu() -> Iterator[None]:
+    """vLLM 0.32.0's load_model releases the accelerator's cached blocks after load_weights
+    (`torch.accelerator.empty_cache()`), which a CPU-only torch refuses ("Cannot access accelerator
+    device when none is available"); on a GPU host it frees unused cache and changes no model. Where
+    no accelerator exists, that one call is a no-op here; everything else runs as vLLM wrote it."""
+    accelerator = getattr(torch, "accelerator", None)
+    if accelerator is None or accelerator.is_available():
+        yield
+        return
+    original = accelerator.empty_cache
+    accelerator.empty_cache = lambda: None
+    try:
+        yield
+    finally:
+        accelerator.empty_cache = original
 
 
 @contextmanager
@@ -86,3 +105,18 @@ def runner_forward(
             seq_token_counts=[tokens] * len(refs),
         )
     return list(output.multimodal_outputs["model_outputs"])
+
+
+def configure_vllm_logging() -> None:
+    """The `vllm` logger tree as a stage process has it before its model loads: up to vLLM 0.30
+    importing vllm.logger configures it; vLLM 0.32 configures it only when a process applies its
+    logging config (vllm-omni 0.32's stage process calls `configure_logging(vllm_config.
+    logging_config)` first thing), so a process here does the same with the default config."""
+    import vllm.logger
+
+    configure = getattr(vllm.logger, "configure_logging", None)
+    if configure is None:
+        return
+    from vllm.config.logging import LoggingConfig
+
+    configure(LoggingConfig())

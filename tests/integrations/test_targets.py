@@ -2,10 +2,20 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
 from omni_deploy.integrations.speaker_rules import MODELS, VERIFIED_VLLM_OMNI
-from omni_deploy.integrations.targets import BY_MODEL, TARGETS, Shape, shape_problem, shape_problems
+from omni_deploy.integrations.targets import (
+    BY_MODEL,
+    TARGETS,
+    Shape,
+    recognise,
+    shape_problem,
+    shape_problems,
+)
 from omni_deploy.knowledge.versions import RELEASES
 
 SOURCE = """
@@ -82,3 +92,40 @@ def test_the_verified_release_has_every_shape_the_patches_rely_on() -> None:
 
     for target in TARGETS:
         assert shape_problems(target, read) == [], target.model.pipeline
+
+
+LAYOUTS = json.loads((Path(__file__).parents[1] / "data" / "integrations" / "layouts.json").read_text())
+
+
+@pytest.mark.upstream
+@pytest.mark.parametrize("version", [v for v in LAYOUTS if not v.startswith("_")])
+def test_each_release_is_recognised_by_its_own_code(version: str) -> None:
+    from tests.support.upstream import CACHE, unpacked
+
+    root = unpacked(version, CACHE / f"vllm_omni-{version}")
+
+    def read(module: str) -> str | None:
+        path = root / (module.replace(".", "/") + ".py")
+        return path.read_text(encoding="utf-8") if path.is_file() else None
+
+    found = {t.model.pipeline: recognise(t, read) for t in TARGETS}
+    assert {name: r.layout for name, r in found.items()} == LAYOUTS[version], found
+
+
+def test_code_of_no_known_layout_is_refused_naming_each_layout() -> None:
+    target = BY_MODEL["minicpmo_4_5"]
+    # Every shape the target needs, and none of either layout's.
+    sources = {
+        "vllm_omni.model_executor.models.minicpmo_4_5.minicpmo_4_5_code2wav": (
+            "class MiniCPMO45Code2Wav:\n    def _build_backend(self):\n        pass\n"
+        ),
+        "vllm_omni.model_executor.models.step_audio2.step_audio2_token2wav": (
+            "class StepAudio2Token2WavCore:\n"
+            "    def __init__(self):\n        self._spk_model = None\n"
+            "    def _forward_spk_embedding(self, spk_feat):\n        return self._spk_model(spk_feat)\n"
+        ),
+    }
+    found = recognise(target, sources.get)
+    assert found.layout is None
+    assert [p.split(" (")[0] for p in found.problems] == [f"not {layout.name}" for layout in target.layouts]
+    assert shape_problems(target, sources.get) == found.problems
