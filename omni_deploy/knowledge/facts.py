@@ -144,8 +144,9 @@ FACTS = (
     Fact("diffusion_unknown_field", ("vllm_omni/diffusion/data.py",), r"Unknown diffusion config field\(s\)",
          "a diffusion stage refuses a key its diffusion config does not own (enable_lora, a typo)"),
     Fact("vae_parallel_mode_values", ("vllm_omni/config/omni_config.py",),
-         r'if self\.vae_parallel_mode not in \{"tile", "spatial_shard_height", "spatial_shard_width"\}',
-         "a diffusion stage's vae_parallel_mode must be tile, spatial_shard_height or spatial_shard_width"),
+         r'if self\.vae_parallel_mode not in \{"tile", ',
+         "a diffusion stage's vae_parallel_mode must be one of the release's modes (tile, spatial_shard_height, "
+         "spatial_shard_width; batch from 0.32.0rc1 on)"),
     Fact("hsdp_auto_shard_refusal", ("vllm_omni/config/omni_config.py",), r"Cannot auto-calculate hsdp_shard_size",
          "a diffusion stage with use_hsdp, hsdp_shard_size -1 (the default) and no other parallelism is refused"),
     # The stage runtime's device layout, before any engine starts (issue 42): the raising lines.
