@@ -32,9 +32,11 @@ from omni_deploy.integrations.speaker_rules import (
     CPU_ORT,
     CUDA_TORCH,
     ENV_BACKEND,
+    ENV_CODE2WAV_TF32,
     ENV_TF32,
     KEY_ALLOW_TF32,
     KEY_DEVICE_SPK,
+    KEY_TF32_ALIAS,
     MINICPMO,
     TENSORRT,
     Choice,
@@ -167,7 +169,15 @@ def release_tf32(module: Any, extra: Mapping[str, Any]) -> tuple[bool, str] | No
     default."""
     mode = getattr(module, "_tf32_mode", None)
     if callable(mode):
-        return mode(extra) != "off", "vllm-omni (_tf32_mode)"
+        # The value is vllm-omni's own answer; what decided it is named by its precedence.
+        if os.environ.get(ENV_CODE2WAV_TF32, "") != "":
+            by = f"env {ENV_CODE2WAV_TF32}"
+        else:
+            by = next(
+                (key for key in (KEY_ALLOW_TF32, KEY_TF32_ALIAS) if key in extra),
+                f"{KEY_ALLOW_TF32} (default)",
+            )
+        return mode(extra) != "off", by
     try:
         source = inspect.getsource(module)
     except (OSError, TypeError):

@@ -53,6 +53,9 @@ DEFAULTS: dict[str, bool] = {KEY_TRT: False, KEY_DEVICE_SPK: True, KEY_ALLOW_TF3
 # Environment variables, read in the Code2Wav stage process.
 ENV_BACKEND = "OMNI_DEPLOY_SPK_BACKEND"  # explicit override: cuda-torch | cpu-onnxruntime
 ENV_TF32 = "OMNI_DEPLOY_SPK_TF32"  # explicit override: 1 | 0
+# vllm-omni 0.32's own Code2Wav TF32 switches (its `_tf32_mode`): an env, and an alias of the key.
+ENV_CODE2WAV_TF32 = "MINICPMO_CODE2WAV_TF32"
+KEY_TF32_ALIAS = "code2wav_allow_tf32"
 ENV_TRT = "MINICPMO_TOKEN2WAV_TRT"  # vllm-omni's own TensorRT switch
 ENV_ALLOW_CPU = "OMNI_DEPLOY_SPK_ALLOW_CPU"  # 1: the CPU stands in for CUDA (tests)
 ENV_MAX_FAILURES = "OMNI_DEPLOY_SPK_MAX_FAILURES"  # consecutive encoder failures before ORT for good

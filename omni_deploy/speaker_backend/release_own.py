@@ -22,11 +22,11 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from omni_deploy.config.nodes import Map, Scalar, child_path, to_plain
+from omni_deploy.integrations.speaker_rules import ENV_CODE2WAV_TF32, KEY_ALLOW_TF32, KEY_TF32_ALIAS
 from omni_deploy.knowledge.target import TargetReads
 from omni_deploy.speaker_backend.types import Reason, SpeakerDecision
 
-ENV_CODE2WAV_TF32 = "MINICPMO_CODE2WAV_TF32"
-KEY_TF32, KEY_TF32_ALIAS = "token2wav_allow_tf32", "code2wav_allow_tf32"
+KEY_TF32 = KEY_ALLOW_TF32
 KEY_PREFETCH, KEY_PREFETCH_SETUP = "token2wav_ref_prefetch", "token2wav_ref_prefetch_setup"
 KEY_PREFETCH_WAITERS = "token2wav_ref_prefetch_max_waiters"
 # `_tf32_mode`'s string table (0.32.0rc1 minicpmo_4_5_code2wav.py:73-81): any other string is off.

@@ -132,7 +132,10 @@ def test_cosyvoice3_opted_in_gets_the_encoder_with_onnx_runtime_parity(
     assert facade.guard.calls == 1 and facade.guard.failures == 0
     (record,) = _records(plugin)
     assert record["backend"] == "cuda-torch" and record["replaced"] == "onnxruntime-cpu"
-    assert record["why"] == "env OMNI_DEPLOY_SPK_PROCESSOR" and record["vllm_omni"] == "0.30.0"
+    assert (
+        record["why"] == "env OMNI_DEPLOY_SPK_PROCESSOR"
+        and record["vllm_omni"] == takeover.vllm_omni_version()
+    )
 
 
 # --- GLM-TTS: the voice-clone processor in the API server (opt-in) -----------------------------------

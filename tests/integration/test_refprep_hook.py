@@ -39,10 +39,16 @@ def model_dir(tmp_path_factory: pytest.TempPathFactory, standin_onnx: Path) -> P
     return code2wav_standin.build_model_dir(tmp_path_factory.mktemp("hook") / "model", standin_onnx)
 
 
+# vllm-omni 0.32 prepares its default prompt at the first forward to capture its graphs
+# (`cfm_graph_precapture`, on by default; 0.30.0 reads no such key): off, so that each forward's
+# passes here are its requests' voices.
+STAGE_EXTRA = {"ref_audio_max_seconds": 2.0, "cfm_graph_precapture": False}
+
+
 def build(model_dir: Path) -> Any:
     model_config = SimpleNamespace(
         model=str(model_dir), revision=None, stage_id=2,
-        stage_connector_config={"name": "SharedMemoryConnector", "extra": {"ref_audio_max_seconds": 2.0}},
+        stage_connector_config={"name": "SharedMemoryConnector", "extra": STAGE_EXTRA},
     )  # fmt: skip
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(s3tokenizer, "load_model", code2wav_standin._small_s3_tokenizer)

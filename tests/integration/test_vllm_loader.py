@@ -88,11 +88,17 @@ def plugin_lines(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
         logger.removeHandler(handler)
 
 
+# vllm-omni 0.32 prepares its default prompt at the first forward to capture its graphs
+# (`cfm_graph_precapture`, on by default; 0.30.0 reads no such key): off, so that the passes each
+# test counts are its requests' voices.
+STAGE_EXTRA = {"ref_audio_max_seconds": 2.0, "cfm_graph_precapture": False}
+
+
 def load_code2wav(model_dir: Path, dtype: str, extra: dict[str, Any] | None = None) -> Any:
     config = vllm_loading.stage_config(
         vllm_loading.DTYPES[dtype], model=str(model_dir), revision=None, stage_id=2,
         stage_connector_config={"name": "SharedMemoryConnector",
-                                "extra": {"ref_audio_max_seconds": 2.0, **(extra or {})}},
+                                "extra": {**STAGE_EXTRA, **(extra or {})}},
     )  # fmt: skip
     return vllm_loading.load_as_vllm(
         lambda vllm_config: c2w.MiniCPMO45Code2Wav(vllm_config=vllm_config), config
@@ -184,6 +190,76 @@ def _layout(code2wav: Any) -> dict[str, Any]:
         for name, module in code2wav.named_modules()
     )
     return layout
+
+
+needs_prefetch = pytest.mark.skipif(
+    not hasattr(c2w.MiniCPMO45Code2Wav, "run_idle_prefetch"),
+    reason="this vllm-omni's Code2Wav prepares references only in its forward (no prefetch before 0.32)",
+)
+
+
+def _prewarm(request_id: str, ref: torch.Tensor, rate: int) -> Any:
+    from vllm_omni.core.sched.output import OmniRequestPrewarm
+
+    return OmniRequestPrewarm(request_id=request_id, payload={"ref_audio": ref.float(), "ref_audio_sr": rate})
+
+
+@needs_prefetch
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_references_prefetched_together_are_one_pass_and_the_forward_prepares_nothing(
+    model_dir: Path, plugin_lines: list[str], dtype: str
+) -> None:
+    """vllm-omni 0.32's prefetch at request arrival, as its runner drives it (`on_requests_added`,
+    then `run_idle_prefetch` on an idle step, under inference mode): three references waiting
+    (token2wav_ref_prefetch_max_waiters: 3) are prepared in one batched pass, with the tokens and
+    mels vllm-omni's own per-voice preparation gives; the requests' forward then prepares nothing."""
+    code2wav = load_code2wav(model_dir, dtype, {"token2wav_ref_prefetch_max_waiters": 3})
+    (line,) = [m for m in plugin_lines if m.startswith(REPORT_MARK)]
+    assert "backend=cuda-torch" in line and "layout=lazy-session+prefetch" in line, line
+    assert " prefetch=batched" in line and " prepare=batched " in line, line
+    state = code2wav._omni_deploy_refprep
+    refs = voices(3)
+    code2wav.on_requests_added([_prewarm(f"pre-{i}", ref, rate) for i, (ref, rate) in enumerate(refs)])
+    assert len(code2wav._prefetch_queue) == len(refs)
+    with vllm_loading.as_runner():
+        assert code2wav.run_idle_prefetch() is True
+    assert not code2wav._prefetch_queue and len(code2wav._prefetch_pins) == len(refs)
+    assert state.passes == 1 and state.voices == len(refs) and state.prefetched == len(refs)
+    backend = code2wav.backend
+    for key, mine in list(backend._prompt_features.items()):
+        backend._prompt_features.pop(key)
+        with vllm_loading.as_runner():
+            theirs = type(backend).prepare_prompt(backend, *key)  # vllm-omni's own, per voice
+        assert torch.equal(mine.speech_tokens, theirs.speech_tokens), key
+        torch.testing.assert_close(mine.mels, theirs.mels, rtol=1e-5, atol=2e-5)
+        backend._prompt_features[key] = mine
+    audio = vllm_loading.runner_forward(code2wav, refs, "pre")
+    assert all(a.numel() > 0 and bool(torch.isfinite(a).all()) for a in audio)
+    assert state.passes == 1 and state.voices == len(refs)  # nothing prepared in the forward
+
+
+@needs_prefetch
+def test_a_lone_prefetched_reference_is_prepared_before_its_forward(
+    model_dir: Path, plugin_lines: list[str]
+) -> None:
+    """The default waiter limit (1): the idle step's phase prepares the one reference through the
+    plugin's pass; its forward finds it ready."""
+    code2wav = load_code2wav(model_dir, "bfloat16")
+    state = code2wav._omni_deploy_refprep
+    (ref, rate) = voices(4)[0]
+    code2wav.on_requests_added([_prewarm("lone-0", ref, rate)])
+    with vllm_loading.as_runner():
+        assert code2wav.run_idle_prefetch() is True
+    assert state.passes == 1 and state.prefetched == 1
+    vllm_loading.runner_forward(code2wav, [(ref, rate)], "lone")
+    assert state.passes == 1
+
+
+@needs_prefetch
+def test_prefetch_off_in_the_file_is_reported_as_off(model_dir: Path, plugin_lines: list[str]) -> None:
+    load_code2wav(model_dir, "bfloat16", {"token2wav_ref_prefetch": False})
+    (line,) = [m for m in plugin_lines if m.startswith(REPORT_MARK)]
+    assert " prefetch=off" in line and "backend=cuda-torch" in line, line
 
 
 def test_a_cuda_error_in_the_warm_up_leaves_the_stage_as_vllm_omni_built_it(
