@@ -1,16 +1,33 @@
-"""vllm-omni 0.30.0's real MiniCPM-o 4.5 Code2Wav stage, loaded as vLLM loads it, timed on a GPU.
+"""vllm-omni's real MiniCPM-o 4.5 Code2Wav stage (0.30.0 or 0.32.0rc1), loaded as vLLM loads it, timed on a GPU.
 
-    python benchmarks/code2wav_stage_gpu.py --device cuda --out docs/benchmarks/code2wav-stage-h200.json
+    python benchmarks/code2wav_stage_gpu.py --release 0.30.0 --device cuda --out docs/benchmarks/code2wav-stage-h200.json
+    python benchmarks/code2wav_stage_gpu.py --release 0.32.0rc1 --device cuda \
+        --out docs/benchmarks/code2wav-stage-h200-0.32.0rc1.json
     python benchmarks/code2wav_stage_gpu.py --device cpu --small --iters 2   # the whole path on a CPU
 
+`--release` names the vllm-omni the run must load (default: whichever is importable); a run that
+imports another refuses to start, and the record names the release it loaded (its version and the
+folder its code came from). The stage process's vLLM is the release's pair (0.30.0 with vLLM 0.30.0,
+0.32.0rc1 with vLLM 0.32.0).
+
 One run, one process per case (the plugin patches classes process-wide):
-- (a) vllm-omni 0.30.0 without omni-deploy's plugin;
+- (a) vllm-omni without omni-deploy's plugin;
 - (b) the plugin with `token2wav_device_prepare: false` (the CUDA CAM++ encoder per voice);
 - (c) the plugin as shipped (batched reference preparation);
 each loaded under vLLM's loader context in bf16, timed: forward p50/p90 for 1, 4 and 8 requests per
 call with all voices new and with the same voices cached, and the first requests after start
 (1 voice, then 8); then (c) loaded in float16 and float32 contexts: the take-over's outcome and one
 forward with 4 new voices.
+
+Before the first request each case runs the forward vLLM's runner makes at start-up (its dummy
+run: no request, no additional information), where 0.32 captures its graphs
+(`cfm_graph_precapture`); it is timed on its own (`startup_forward_ms`). On a release that prepares
+references at request arrival (0.32's `on_requests_added` + `run_idle_prefetch`), each case also
+measures that path as the runner drives it: 1 and 8 references queued, the idle steps until the
+queue is empty (`prefetch_idle_ms`), then the requests' first forward and the time its
+`prepare_prompt` calls take (`prepare_in_forward_ms`). Waiting references are let through together
+(`token2wav_ref_prefetch_max_waiters: 8` in every case; vllm-omni's default 1 holds all of them
+back while more than one waits).
 
 The stage: vLLM 0.30.0's own `BaseModelLoader.load_model` (`set_default_torch_dtype(dtype)`,
 `with torch.device(target)` around construction, then `load_weights`) builds vllm-omni's
@@ -61,7 +78,7 @@ from types import SimpleNamespace
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-CASES = {"a": "vllm-omni 0.30.0, no plugin", "b": "plugin, token2wav_device_prepare: false",
+CASES = {"a": "vllm-omni, no plugin", "b": "plugin, token2wav_device_prepare: false",
          "c": "plugin as shipped"}  # fmt: skip
 SIZES = (1, 4, 8)
 TOKENS = 50  # codec tokens per request and call: 2 s of audio at 25 Hz
@@ -226,6 +243,7 @@ def stage_extra(case: str) -> dict[str, Any]:
     extra = dict(base["connectors"]["connector_of_shared_memory"]["extra"])
     extra |= overlay["connectors"]["connector_of_shared_memory"]["extra"]
     extra["token2wav_runtime_prompt_cache_size"] = 16  # 8 voices stay cached (default 4)
+    extra["token2wav_ref_prefetch_max_waiters"] = max(SIZES)  # 0.32's prefetch: 8 waiting references run
     if case == "b":
         extra["token2wav_device_prepare"] = False
     return extra
@@ -269,6 +287,11 @@ def load_stage(model_dir: Path, case: str, dtype: Any, device: str) -> Any:
         def load_weights(self, model: Any, model_config: Any) -> None:
             model.load_weights(iter(()))
 
+    accelerator = getattr(torch, "accelerator", None)
+    if accelerator is not None and not accelerator.is_available():
+        # vLLM 0.32's load_model ends with torch.accelerator.empty_cache(), which a CPU-only run
+        # refuses; with no accelerator there is no cache to release (the --device cpu check only).
+        accelerator.empty_cache = lambda: None
     return StageLoader(SimpleNamespace()).load_model(vllm_config, model_config)
 
 
@@ -292,6 +315,10 @@ class Requests:
             )
             out.append(torch.from_numpy(wave.astype("float32")))  # a CPU tensor, as requests carry it
         return out
+
+    def ids(self, count: int) -> list[str]:
+        """The request ids of the next call of `count` requests (for a prefetch queued before it)."""
+        return [f"req-{self.serial + 1 + i}" for i in range(count)]
 
     def call(self, refs: list[Any]) -> tuple[float, bool]:
         import torch
@@ -403,44 +430,85 @@ def breakdown(model: Any, requests: Requests, args: argparse.Namespace, sizes: l
     return out
 
 
-def worker(args: argparse.Namespace) -> dict[str, Any]:
-    stub_vllm_libraries()
+def configure_vllm_logging() -> None:
+    """The `vllm` logger tree as a stage process has it: importing vllm.logger configures it up to
+    vLLM 0.30; from 0.32 the stage process applies its logging config (`configure_logging`)."""
+    import vllm.logger
+
+    configure = getattr(vllm.logger, "configure_logging", None)
+    if configure is not None:
+        from vllm.config.logging import LoggingConfig
+
+        configure(LoggingConfig())
+
+
+def startup_forward(model: Any, device: str) -> float:
+    """The forward vLLM's runner makes at start-up before any request (no additional information),
+    where vllm-omni 0.32 captures its graphs; seconds."""
     import torch
 
-    os.environ["OMNI_DEPLOY_SPK_REPORT_DIR"] = reports = tempfile.mkdtemp(prefix="spk-report-")
-    if args.case != "a":
-        from omni_deploy.integrations import vllm_plugin
-
-        vllm_plugin.register()
-    import s3tokenizer
-    import vllm.logger  # noqa: F401  (the `vllm` logger tree, as in a server)
-
-    alias_cosyvoice2()
-    s3tokenizer.load_model = s3_loader(args.small)
-    lines = Lines()
-    logging.getLogger("vllm").addHandler(lines)
-    dtype = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}[args.dtype]
-    result: dict[str, Any] = {"case": args.case, "dtype": args.dtype, "errors": []}
+    sync(device)
     start = time.perf_counter()
-    try:
-        model = load_stage(Path(args.model_dir), args.case, dtype, args.device)
-    except Exception as exc:
-        import traceback
+    with torch.inference_mode():
+        model.forward(
+            input_ids=torch.zeros(1, dtype=torch.int64, device=device), runtime_additional_information=None
+        )
+    sync(device)
+    return time.perf_counter() - start
 
-        result["errors"].append(f"load: {type(exc).__name__}: {exc}")
-        result["traceback"] = traceback.format_exc()[-4000:]
-        result["log"] = lines.lines[-20:]
-        return result
-    result["load_s"] = round(time.perf_counter() - start, 2)
-    print(f"  [{args.case}] loaded in {result['load_s']} s", file=sys.stderr, flush=True)
-    core = model.backend._token2wav._core
-    result["speaker_model"] = type(core._spk_model).__name__
-    report = [line for line in lines.lines if REPORT_MARK in line]
-    result["report"] = report[-1].split(REPORT_MARK, 1)[1].strip() if report else None
-    files = sorted(Path(reports).glob("*.json"))
-    result["report_file"] = json.loads(files[-1].read_text()) if files else None  # warmup_s among others
-    result["plugin_warnings"] = [line for line in lines.lines if "omni-deploy CAM++:" in line]
-    requests = Requests(model, args.device)
+
+def prefetched_call(model: Any, requests: Requests, size: int, device: str) -> dict[str, Any]:
+    """`size` new references queued at arrival as 0.32's runner queues them, the idle steps until
+    the queue is empty, then the requests' forward with its prepare_prompt time."""
+    import torch
+    from vllm_omni.core.sched.output import OmniRequestPrewarm
+
+    refs = requests.voices(size)
+    ids = requests.ids(size)
+    model.on_requests_added([OmniRequestPrewarm(request_id=i, payload={"ref_audio": r, "ref_audio_sr": 16000})
+                             for i, r in zip(ids, refs, strict=True)])  # fmt: skip
+    queued = len(model._prefetch_queue)
+    steps = 0
+    sync(device)
+    start = time.perf_counter()
+    with torch.inference_mode():
+        while model._prefetch_queue and steps < 4 * size + 4:
+            model.run_idle_prefetch()
+            steps += 1
+    sync(device)
+    idle = time.perf_counter() - start
+    backend, spent = model.backend, [0.0]
+    original = backend.prepare_prompt
+
+    def timed(*args: Any, **kwargs: Any) -> Any:
+        sync(device)
+        t0 = time.perf_counter()
+        try:
+            return original(*args, **kwargs)
+        finally:
+            sync(device)
+            spent[0] += time.perf_counter() - t0
+
+    backend.prepare_prompt = timed
+    try:
+        seconds, finite = requests.call(refs)
+    finally:
+        backend.prepare_prompt = original
+    return {"queued": queued, "idle_steps": steps, "prefetch_idle_ms": round(1000 * idle, 2),
+            "forward_ms": round(1000 * seconds, 2), "prepare_in_forward_ms": round(1000 * spent[0], 3),
+            "finite": finite}  # fmt: skip
+
+
+def loaded_release() -> dict[str, str]:
+    """The vllm-omni this process imported: its version and where its code is."""
+    import vllm_omni
+
+    return {"version": str(getattr(vllm_omni, "__version__", "?")),
+            "path": str(Path(vllm_omni.__file__).parent)}  # fmt: skip
+
+
+def timed_calls(model: Any, requests: Requests, args: argparse.Namespace, result: dict[str, Any]) -> bool:
+    """The case's timed forwards into `result`; whether all audio was finite."""
     sizes = [int(s) for s in args.sizes.split(",")]
     finite = True
 
@@ -468,6 +536,9 @@ def worker(args: argparse.Namespace) -> dict[str, Any]:
                 timed(same)  # prepared and cached here
                 cached = [timed(same) for _ in range(args.iters)]
                 result[f"new_{size}"], result[f"cached_{size}"] = spread(new), spread(cached)
+        if not args.dtype_check and hasattr(model, "run_idle_prefetch"):
+            for size in (1, sizes[-1]):
+                result[f"prefetch_{size}"] = prefetched_call(model, requests, size, args.device)
         if not args.dtype_check and args.breakdown:
             result.update(breakdown(model, requests, args, sizes))
     except Exception as exc:
@@ -475,6 +546,55 @@ def worker(args: argparse.Namespace) -> dict[str, Any]:
 
         result["errors"].append(f"forward: {type(exc).__name__}: {exc}")
         result["traceback"] = traceback.format_exc()[-4000:]
+    return finite
+
+
+def worker(args: argparse.Namespace) -> dict[str, Any]:
+    stub_vllm_libraries()
+    import torch
+
+    loaded = loaded_release()
+    if args.release and loaded["version"] != args.release:
+        return {"case": args.case, "dtype": args.dtype, "loaded": loaded,
+                "errors": [f"asked for vllm-omni {args.release}, imported {loaded['version']} from {loaded['path']}"]}  # fmt: skip
+
+    os.environ["OMNI_DEPLOY_SPK_REPORT_DIR"] = reports = tempfile.mkdtemp(prefix="spk-report-")
+    if args.case != "a":
+        from omni_deploy.integrations import vllm_plugin
+
+        vllm_plugin.register()
+    import s3tokenizer
+
+    configure_vllm_logging()
+
+    alias_cosyvoice2()
+    s3tokenizer.load_model = s3_loader(args.small)
+    lines = Lines()
+    logging.getLogger("vllm").addHandler(lines)
+    dtype = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}[args.dtype]
+    result: dict[str, Any] = {"case": args.case, "dtype": args.dtype, "loaded": loaded, "errors": []}
+    start = time.perf_counter()
+    try:
+        model = load_stage(Path(args.model_dir), args.case, dtype, args.device)
+    except Exception as exc:
+        import traceback
+
+        result["errors"].append(f"load: {type(exc).__name__}: {exc}")
+        result["traceback"] = traceback.format_exc()[-4000:]
+        result["log"] = lines.lines[-20:]
+        return result
+    result["load_s"] = round(time.perf_counter() - start, 2)
+    print(f"  [{args.case}] loaded in {result['load_s']} s", file=sys.stderr, flush=True)
+    result["startup_forward_ms"] = round(1000 * startup_forward(model, args.device), 2)
+    core = model.backend._token2wav._core
+    result["speaker_model"] = type(core._spk_model).__name__
+    report = [line for line in lines.lines if REPORT_MARK in line]
+    result["report"] = report[-1].split(REPORT_MARK, 1)[1].strip() if report else None
+    files = sorted(Path(reports).glob("*.json"))
+    result["report_file"] = json.loads(files[-1].read_text()) if files else None  # warmup_s among others
+    result["plugin_warnings"] = [line for line in lines.lines if "omni-deploy CAM++:" in line]
+    requests = Requests(model, args.device)
+    finite = timed_calls(model, requests, args, result)
     result["finite"] = finite
     state = getattr(model, "_omni_deploy_refprep", None)
     if state is not None:
@@ -497,7 +617,7 @@ def run_case(
         out = handle.name
     command = [sys.executable, __file__, "--worker", "--case", case, "--dtype", dtype, "--model-dir", str(model_dir),
                "--device", args.device, "--iters", str(args.iters), "--sizes", args.sizes,
-               "--worker-out", out]  # fmt: skip
+               "--worker-out", out, "--release", args.release]  # fmt: skip
     command += ["--small"] if args.small else []
     command += ["--dtype-check"] if dtype_check else []
     command += ["--breakdown", str(args.breakdown)]
@@ -555,6 +675,19 @@ def table(results: list[dict[str, Any]]) -> str:
     return "\n".join(rows)
 
 
+def prefetch_table(results: list[dict[str, Any]]) -> str:
+    """0.32's prefetch at request arrival: the idle steps, then the requests' forward."""
+    rows = ["| case | N | idle steps | prefetch (idle) ms | forward ms | prepare_prompt in the forward ms |",
+            "| --- | --- | --- | --- | --- | --- |"]  # fmt: skip
+    for r in results:
+        for size in SIZES:
+            p = r.get(f"prefetch_{size}")
+            if p:
+                rows.append(f"| ({r['case']}) | {size} | {p['idle_steps']} | {p['prefetch_idle_ms']} | "
+                            f"{p['forward_ms']} | {p['prepare_in_forward_ms']} |")  # fmt: skip
+    return "\n".join(rows)
+
+
 def phase_table(results: list[dict[str, Any]]) -> str:
     """The breakdown calls: mean ms per call of each per-voice step, new voices and cached."""
     rows = ["| case | N | voices | step | ms per call |", "| --- | --- | --- | --- | --- |"]
@@ -569,6 +702,8 @@ def phase_table(results: list[dict[str, Any]]) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--device", default="cuda")
+    parser.add_argument("--release", default="",
+                        help="the vllm-omni release the run must load (0.30.0, 0.32.0rc1); default: the importable one")  # fmt: skip
     parser.add_argument(
         "--small", action="store_true", help="stand-in sizes (flow, S3 tokenizer): a CPU check"
     )
@@ -598,6 +733,13 @@ def main() -> int:
         return 0
     stub_vllm_libraries()
     alias_cosyvoice2()
+    loaded = loaded_release()
+    if args.release and loaded["version"] != args.release:
+        print(
+            f"asked for vllm-omni {args.release}, this Python imports {loaded['version']} from {loaded['path']}"
+        )
+        return 2
+    args.release = loaded["version"]
     work = args.work or Path(tempfile.mkdtemp(prefix="code2wav-stage-"))
     started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     t0 = time.perf_counter()
@@ -614,6 +756,7 @@ def main() -> int:
         "date": started,
         "command": " ".join([Path(sys.executable).name, *sys.argv]),
         "machine": machine(),
+        "release": loaded,
         "device": args.device,
         "small": args.small,
         "iters": args.iters,
@@ -626,6 +769,10 @@ def main() -> int:
     }
     print(table(results))
     print(phase_table(results))
+    print(prefetch_table(results))
+    for r in results:
+        print(f"({r['case']}) startup forward {r.get('startup_forward_ms')} ms, first request "
+              f"{r.get('first_1_new_ms')} ms, steady new_1 p50 {(r.get('new_1') or {}).get('p50_ms')} ms")  # fmt: skip
     for r in [*results, *checks]:
         print(f"({r['case']}) {r['dtype']}: report={r.get('report')} finite={r.get('finite')} "
               f"cuda_errors={r.get('cuda_errors')} errors={r.get('errors')}")  # fmt: skip

@@ -1,22 +1,28 @@
 #!/usr/bin/env bash
 # Builds what benchmarks/code2wav_stage_gpu.py needs carried to the GPU machine (which has torch,
 # triton, onnxruntime and numpy, but no vLLM and no network), into DEST (default
-# /work/main/.gpu29, a folder the session checkout's .git/info/exclude ignores):
-#   DEST/site.tar.xz  vLLM 0.30.0's and vllm-omni 0.30.0's Python files (no compiled libraries),
-#                     from the vllm tier's virtualenv (VENV)
+# /work/main/.gpu29, a folder the session checkout's .git/info/exclude ignores), for RELEASE
+# (0.30.0, the default, or 0.32.0rc1: the vllm tier whose pins and virtualenv it reads):
+#   DEST/site.tar.xz  vLLM's and vllm-omni's Python files of that tier (no compiled libraries),
+#                     from the tier's virtualenv (VENV; vLLM 0.30.0 or 0.32.0)
 #   DEST/whl/         cp312 manylinux wheels of what their Code2Wav imports need and the machine
-#                     lacks, at the vllm tier's pins (.ci/vllm-tier-requirements.txt), and
+#                     lacks, at the tier's pins (.ci/vllm-tier-requirements*.txt), and
 #                     stepaudio2-minicpmo (the cosyvoice2 flow classes MiniCPM-o 4.5's flow.yaml names)
 #   DEST/tree/        this worktree (omni_deploy, benchmarks, deploy), without .git
 # On the GPU machine (see the run command in docs/benchmarks.md):
 #   pip install --no-index --no-deps --target /tmp/site DEST/whl/*.whl; tar -xJf DEST/site.tar.xz -C /tmp/site
-#   PYTHONPATH=/tmp/site:DEST/tree python3 DEST/tree/benchmarks/code2wav_stage_gpu.py ...
+#   PYTHONPATH=/tmp/site:DEST/tree python3 DEST/tree/benchmarks/code2wav_stage_gpu.py --release RELEASE ...
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 DEST=${1:-/work/main/.gpu29}
-VENV=${VENV:-/work/venvs/vllm}
-PIP=${PIP:-/work/venvs/main/bin/python -m pip}
-PINS="$ROOT/.ci/vllm-tier-requirements.txt"
+RELEASE=${2:-0.30.0}
+case "$RELEASE" in
+  0.30.0) PINS="$ROOT/.ci/vllm-tier-requirements.txt"; VENV=${VENV:-/work/vllm030-venv}; EXTRA="" ;;
+  # 0.32's model loader imports compressed-tensors (quantization config classes).
+  0.32.0rc1) PINS="$ROOT/.ci/vllm-tier-requirements-0.32.txt"; VENV=${VENV:-/work/vllm032-venv}; EXTRA="compressed-tensors" ;;
+  *) echo "gpu_carry.sh: RELEASE is 0.30.0 or 0.32.0rc1, not $RELEASE" >&2; exit 2 ;;
+esac
+PIP=${PIP:-/work/venv/bin/python -m pip}
 SITE=$(ls -d "$VENV"/lib/python3.*/site-packages)
 mkdir -p "$DEST/whl"
 
@@ -43,7 +49,7 @@ pin() {  # NAME -> NAME==VERSION from the tier's pins (names compared as pip nor
 }
 
 specs=()
-for name in $NEEDED; do specs+=("$(pin "$name")"); done
+for name in $NEEDED $EXTRA; do specs+=("$(pin "$name")"); done
 specs+=("stepaudio2-minicpmo==0.1.1")
 echo "wheels: ${specs[*]}"
 $PIP download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \

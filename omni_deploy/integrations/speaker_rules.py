@@ -357,7 +357,7 @@ def report_line_logged(env: Mapping[str, str]) -> tuple[bool | None, str]:
 
 # vllm-omni releases the plugin's hooks are verified against (its vllm tier runs their real classes);
 # each is a release of omni_deploy.knowledge.versions.RELEASES (a test holds the two together).
-VERIFIED_VLLM_OMNI: tuple[str, ...] = ("0.30.0",)
+VERIFIED_VLLM_OMNI: tuple[str, ...] = ("0.30.0", "0.32.0rc1")
 
 
 def version_verdict(version: str | None, env: Mapping[str, str]) -> tuple[bool, str | None]:

@@ -82,17 +82,18 @@ def admit(model: Model) -> Admission:
         allowed, note = version_verdict(version, os.environ)
         if note is not None:
             warn_once(f"version:{shown}", "%s", note)
+        # The layout is read even for a refused version: what the stage holds is described by it.
+        known = recognise(BY_MODEL[model.pipeline], module_source)
+        layout = known.layout or "unrecognised"
         if not allowed:
-            result = Admission(False, shown, f"version {shown} refused")
+            result = Admission(False, shown, f"version {shown} refused", layout)
+        elif known.layout is None:
+            warn_once(f"shape:{model.pipeline}", "vllm-omni %s's %s code is not a layout the plugin knows (%s); it "
+                      "patches nothing there and the speaker path stays as vllm-omni built it", shown,
+                      model.title, "; ".join(known.problems))  # fmt: skip
+            result = Admission(False, shown, "incompatible vllm-omni", layout)
         else:
-            known = recognise(BY_MODEL[model.pipeline], module_source)
-            if known.layout is None:
-                warn_once(f"shape:{model.pipeline}", "vllm-omni %s's %s code is not a layout the plugin knows (%s); it "
-                          "patches nothing there and the speaker path stays as vllm-omni built it", shown,
-                          model.title, "; ".join(known.problems))  # fmt: skip
-                result = Admission(False, shown, "incompatible vllm-omni", "unrecognised")
-            else:
-                result = Admission(True, shown, "", known.layout)
+            result = Admission(True, shown, "", layout)
         _admitted[model.pipeline] = result
         return result
 

@@ -136,7 +136,7 @@ def test_serve_names_an_unverified_vllm_omni_and_the_switch_refuses_it(tmp_path:
     path = os.pathsep.join([str(site), str(ROOT)])
     line, err = _serve_decision(tmp_path, PYTHONPATH=path)
     assert line.startswith("speaker backend: cuda-torch")  # it still patches where the shapes are there
-    assert "vllm-omni 0.99.0 is not a release the plugin is verified against (0.30.0)" in err
+    assert "vllm-omni 0.99.0 is not a release the plugin is verified against (0.30.0, 0.32.0rc1)" in err
     line, err = _serve_decision(tmp_path, PYTHONPATH=path, OMNI_DEPLOY_SPK_VERIFIED_ONLY="1")
     assert (
         line.startswith("speaker backend: cpu-onnxruntime")
