@@ -36,6 +36,7 @@ from omni_deploy.speaker_backend import (
     Preparation,
     SpeakerDecision,
     reference_preparation,
+    with_prefetch,
 )
 
 
@@ -113,7 +114,10 @@ def explain(
         # host that target_version describes). Always present: one shape (docs/json-output.md).
         "host": host.as_dict() if host.probed else None,
     }
-    preparations = {p: reference_preparation(deployment, d) for p, d in decisions.items()}
+    preparations = {
+        p: with_prefetch(reference_preparation(deployment, d), _prefetch_on(own[p]))
+        for p, d in decisions.items()
+    }
     if backend_only:
         result["platforms"] = {
             p: {**d.as_dict(), "reference_preparation": _as_dict(preparations[p])}
@@ -126,6 +130,10 @@ def explain(
     for p in platforms:
         result["platforms"][p]["vllm_omni_own"] = [b.as_dict() for b in own[p]]
     return Explanation(deployment, host, backend_only, decisions, result, preparations, own, reads.version)
+
+
+def _prefetch_on(own: list[OwnBehaviour]) -> bool:
+    return any(b.topic == "reference_prefetch" and b.value is True for b in own)
 
 
 def _own(deployment: Deployment, reads: Any, platform: str, env: dict[str, str]) -> list[OwnBehaviour]:

@@ -23,7 +23,7 @@ from omni_deploy.speaker_backend.host import (
 )
 from omni_deploy.speaker_backend.other_models import model_decision
 from omni_deploy.speaker_backend.reach import at_release
-from omni_deploy.speaker_backend.refprep import Preparation, reference_preparation
+from omni_deploy.speaker_backend.refprep import Preparation, reference_preparation, with_prefetch
 from omni_deploy.speaker_backend.release_own import (
     NPU_TORCH,
     OwnBehaviour,
@@ -64,6 +64,7 @@ __all__ = [
     "speaker_decision",
     "speaker_inputs",
     "summary_lines",
+    "with_prefetch",
     "with_release_tf32",
 ]
 

@@ -10,7 +10,7 @@ the plugin's CUDA CAM++ encoder, so it runs only where the plugin provides that 
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from omni_deploy.config.nodes import Scalar, child_path, to_plain
@@ -33,6 +33,7 @@ class Preparation:
     origin: str  # file:line:col (layer), or "default"
     warnings: tuple[str, ...] = ()
     tokens: str = ""  # what the precision policy (token2wav_allow_tf32) means for the S3 tokens
+    prefetch: str = ""  # how the release's prefetch at request arrival (0.32) is prepared, where it runs
 
     def as_dict(self) -> dict[str, Any]:
         out = asdict(self)
@@ -46,7 +47,22 @@ class Preparation:
             else "per voice (vllm-omni's own)"
         )
         line = f"reference preparation: {what}; {self.decided_by}"
-        return f"{line}; {self.tokens}" if self.tokens else line
+        line = f"{line}; {self.tokens}" if self.tokens else line
+        return f"{line}; {self.prefetch}" if self.prefetch else line
+
+
+def with_prefetch(preparation: Preparation | None, prefetch_on: bool) -> Preparation | None:
+    """`preparation` saying where the release's own prefetch at request arrival goes (it is on):
+    through the plugin's batched pass when that pass runs (integrations/refprep.plug_prefetch),
+    else vllm-omni's per-voice path."""
+    if preparation is None or not prefetch_on:
+        return preparation
+    note = (
+        "references prefetched at request arrival go through the same pass (several waiting: one pass)"
+        if preparation.mode == BATCHED
+        else "references prefetched at request arrival are prepared by vllm-omni one by one"
+    )
+    return replace(preparation, prefetch=note)
 
 
 def reference_preparation(deployment: Deployment, decision: SpeakerDecision) -> Preparation | None:

@@ -37,6 +37,15 @@ pytestmark = pytest.mark.vllm
 VERSION = importlib.metadata.version("vllm-omni")
 BUNDLED = sorted((Path(sys.modules["vllm_omni"].__file__).parent / "deploy").glob("*.yaml"))  # type: ignore[arg-type]
 CASES = [c for c in cases() if (c.target or VERSION) == VERSION and c.server_decides]
+# Files this release's own start-up code refuses where the static tier, judging by the same release,
+# does not yet: vllm-omni 0.32 types a stage's kv_transfer_config as vLLM 0.32's KVTransferConfig
+# (kv_role required with kv_connector, unknown fields such as kv_ip refused), which the static tier
+# does not model. The server check decides them (E395); each is held to still differ, so that the
+# entry goes when the static tier learns it.
+STATIC_GAPS: dict[str, set[str]] = {
+    "0.32.0rc1": {"kv_transfer_with_async_chunk.yaml", "hunyuan-image-3-mooncakeconnector.yaml"},
+}
+GAPS = STATIC_GAPS.get(VERSION, set())
 # What the static tier says the check's own steps (load, pipeline, typed config, connector set-up)
 # refuse: not E373, which a platform's Code2Wav raises when it builds (no step of the check builds a
 # model), as 0.32.0rc1's minicpmo_4_5_duplex_h200.yaml shows on npu.
@@ -94,6 +103,11 @@ def test_server_and_static_give_the_case_the_same_verdict(case: Case) -> None:
     static = lines_of(alone, STARTUP_CODES, case.path.name)
     expected = {case.line or 0} if case.refused else set()
     assert server == expected, f"vllm-omni's own code says otherwise than {case.upstream}:\n{shown}"
+    if case.path.name in GAPS:
+        assert static != server, (
+            f"{case.path.name} is no longer a static gap on {VERSION}: drop it from STATIC_GAPS"
+        )
+        pytest.xfail(f"the static tier does not model what {VERSION} refuses here (STATIC_GAPS)")
     assert static == server, shown
 
 
@@ -139,6 +153,12 @@ def _bundled_verdicts() -> tuple[list[str], dict[str, str]]:
         static = {
             (f.file, f.line) for f in alone.findings if f.code in CHECKED_CODES and f.severity == "error"
         }
+        if path.name in GAPS:
+            if server == static:
+                disagree.append(
+                    f"{path.name} is no longer a static gap on {VERSION}: drop it from STATIC_GAPS"
+                )
+            continue
         if server != static:
             disagree.append(f"{path.name}: server {sorted(server)} static {sorted(static)}\n" +
                             "\n".join(f.text() for f in [*report.findings, *alone.findings]

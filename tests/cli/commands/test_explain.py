@@ -191,7 +191,9 @@ def test_probe_names_an_unverified_vllm_omni_and_the_switch_refuses_it(
         lambda d: "0.99.0" if d == "vllm-omni" else real(d),
     )
     out = _probe(capsys)
-    assert "warning: vllm-omni 0.99.0 is not a release the plugin is verified against (0.30.0, 0.32.0rc1)" in out
+    assert (
+        "warning: vllm-omni 0.99.0 is not a release the plugin is verified against (0.30.0, 0.32.0rc1)" in out
+    )
     assert "cuda: cuda-torch" in out  # it still patches where the code has the shapes it checks
     monkeypatch.setenv("OMNI_DEPLOY_SPK_VERIFIED_ONLY", "1")
     out = _probe(capsys)
