@@ -56,6 +56,9 @@ class HookState:
     active: Callable[[], bool] = lambda: True  # False once the speaker encoder has been retired
     pending: list[tuple[str, str]] = field(default_factory=list)
     collecting: bool = False  # prepare_prompt only notes its reference (a batched prefetch)
+    # References this forward's pass failed on or left to vllm-omni: its per-voice path takes them
+    # (a miss of one of them does not start another pass); cleared when a forward starts.
+    left_this_call: set[tuple[str, str]] = field(default_factory=set)
     prefetched: int = 0  # references prepared ahead of their request (0.32's prefetch)
     failures: int = 0
     consecutive: int = 0
@@ -72,6 +75,7 @@ class HookState:
         """After `_parse_item`: the first item of a forward starts a new list."""
         if index == 0:
             self.pending.clear()
+            self.left_this_call.clear()
         if will_prepare(item):
             self.pending.append((str(item.prompt_cache_id), str(item.prompt_wav)))
 
@@ -81,16 +85,19 @@ class HookState:
         with self._lock:
             if key is not None:
                 self.pending.append(key)
-            keys = [k for k in dict.fromkeys(self.pending) if k not in self.backend._prompt_features]
+            cache = self.backend._prompt_features
+            keys = [k for k in dict.fromkeys(self.pending) if k not in cache and k not in self.left_this_call]
             self.pending.clear()
             if not keys or self.retired or not self.active():
                 return
             try:
                 self._prepare(keys)
             except Exception as exc:  # vllm-omni's own path prepares this call's voices
+                self.left_this_call.update(keys)
                 self._failed(exc)
             else:
                 self.consecutive = 0
+                self.left_this_call.update(k for k in keys if k not in cache)
 
     def _prepare(self, keys: list[tuple[str, str]]) -> None:
         from omni_deploy.speaker.refprep.prepare import Voice

@@ -308,7 +308,14 @@ def test_a_cuda_error_in_the_warm_up_leaves_the_stage_as_vllm_omni_built_it(
     assert any("a CUDA error" in m and "CUDA context may be unusable" in m for m in plugin_lines)
     audio = vllm_loading.runner_forward(code2wav, voices(2), "after")
     assert all(bool(torch.isfinite(a).all()) for a in audio)
-    assert _layout(code2wav) == expected  # the forward did not bring a hook back
+    after = _layout(code2wav)
+    if expected["methods"]["_spk_model"] is type(None):  # 0.32 built its session at the first embedding
+        assert after["methods"]["_spk_model"] is onnxruntime.InferenceSession
+        after["methods"]["_spk_model"] = type(None)
+        after["core"] = sorted(
+            (key, "NoneType" if key == "_spk_model" else kind) for key, kind in after["core"]
+        )
+    assert after == expected  # the forward did not bring a hook back
 
 
 # --- the other models, their CAM++ loaded under the loader's context ---------------------------------
