@@ -168,7 +168,7 @@ def _print_text(left: Any, right: Any, result: Any) -> None:
 
 
 def _values_text(result: Any, colored: bool) -> None:
-    from omni_deploy.cli.commands.diff import _value, _where
+    from omni_deploy.cli.diff_values import shown_origin, shown_value
     from omni_deploy.common.output.escape import for_terminal
     from omni_deploy.config.diff import ADDED, CHANGED, REMOVED
 
@@ -179,7 +179,7 @@ def _values_text(result: Any, colored: bool) -> None:
         click.echo(f"{mark[change.kind]} {for_terminal(change.path)}")
         for version, node, fg in ((result.old, change.a, "red"), (result.new, change.b, "green")):
             if node is not None:
-                line = f"    {version}: {_value(node)}  ({_where(node)})"
+                line = f"    {version}: {shown_value(node)}  ({shown_origin(node)})"
                 click.echo(click.style(line, fg=fg), color=colored)
 
 

@@ -2,30 +2,17 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from typing import Any
 
 import click
 
 from omni_deploy.cli.command_args import DiffArgs
+from omni_deploy.cli.diff_values import shown_origin, shown_value
 from omni_deploy.cli.options_from_dataclass import options_from, picked
 
 # A file that cannot be loaded exits 2, as `diff` does, so that 1 always means "they differ".
 EXIT_TROUBLE = 2
-
-
-def _value(node: Any) -> str:
-    from omni_deploy.common.output.json_doc import safe
-    from omni_deploy.config.nodes import to_plain
-
-    return json.dumps(safe(to_plain(node, unresolved=True)), default=str)  # ${oc.env:...} as written
-
-
-def _where(node: Any) -> str:
-    from omni_deploy.common.output.escape import for_terminal
-
-    return for_terminal(node.origin)
 
 
 @click.command(short_help="What a server sees differently in two files or releases.")
@@ -124,7 +111,7 @@ def _print_text(
         click.echo(f"{mark[change.kind]} {for_terminal(change.path)}")
         for side, node, fg in (("a", change.a, "red"), ("b", change.b, "green")):
             if node is not None:
-                line = f"    {side}: {_value(node)}  ({_where(node)})"
+                line = f"    {side}: {shown_value(node)}  ({shown_origin(node)})"
                 click.echo(click.style(line, fg=fg), color=colored)
     summary = ", ".join(f"{n} {kind}" for kind, n in counts.items())
     click.echo("identical" if not changes else summary)
