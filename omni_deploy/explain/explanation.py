@@ -294,7 +294,10 @@ def _version_notes(host: HostCaps) -> list[str]:
             "it patches only where the code has the shapes it checks:"
         )
     for model, problems in sorted(host.plugin_shapes.items()):
-        state = "; ".join(problems) if problems else "every shape the patch relies on is there"
+        layout = host.plugin_layouts.get(model)
+        state = (
+            "; ".join(problems) if problems else f"every shape the patch relies on is there (layout {layout})"
+        )
         notes.append(f"    {model}: {'warning: cannot patch: ' if problems else ''}{state}")
     return notes
 

@@ -70,6 +70,8 @@ class HostCaps:
     # Per model the plugin patches: the code shapes its patch relies on that the installed
     # vllm-omni lacks (integrations.targets, read from its source; empty: all there, or not probed).
     plugin_shapes: dict[str, list[str]] = field(default_factory=dict)
+    # Per model the layout of that code the patch would work on (targets.Layout; the report's layout=).
+    plugin_layouts: dict[str, str] = field(default_factory=dict)
     # What the last server reported (its report files), and where they were read.
     server_reports: list[dict[str, Any]] = field(default_factory=list)
     server_reports_from: str | None = None
@@ -225,18 +227,24 @@ def detect_platform() -> str | None:
     return None
 
 
-def installed_shapes() -> dict[str, list[str]]:
-    """`integrations.targets`' shape checks over the installed vllm-omni's source (nothing imported)."""
-    from omni_deploy.integrations.targets import TARGETS, shape_problems
+def installed_code() -> tuple[dict[str, list[str]], dict[str, str]]:
+    """`integrations.targets`' recognition over the installed vllm-omni's source (nothing imported):
+    per model, what its patch would lack (empty: nothing), and the layout it would work on
+    ("unrecognised" where none); ({}, {}) without an installed vllm-omni."""
+    from omni_deploy.integrations.targets import TARGETS, recognise
 
     root = installed_vllm_omni_dir()
     if root is None:
-        return {}
+        return {}, {}
 
     def read(module: str) -> str | None:
         return guarded.installed_text(root.parent / (module.replace(".", "/") + ".py"), MAX_MODULE_BYTES)
 
-    return {t.model.pipeline: shape_problems(t, read) for t in TARGETS}
+    found = {t.model.pipeline: recognise(t, read) for t in TARGETS}
+    return (
+        {name: r.problems for name, r in found.items()},
+        {name: r.layout or "unrecognised" for name, r in found.items()},
+    )
 
 
 def last_server_reports(
@@ -268,6 +276,7 @@ def _version_problems(distributions: tuple[str, ...]) -> dict[str, str]:
 
 def probe_host() -> HostCaps:
     gpus, how = query_gpus()
+    shapes, layouts = installed_code()
     vllm_path, vllm_python = vllm_executable()
     logged, why = report_line_logged(os.environ)
     return HostCaps(
@@ -288,7 +297,8 @@ def probe_host() -> HostCaps:
         vllm_on_path_python=vllm_python,
         gpus=gpus,
         gpu_query=how,
-        plugin_shapes=installed_shapes(),
+        plugin_shapes=shapes,
+        plugin_layouts=layouts,
         report_line_logged=logged,
         report_line_why=why,
         verified_only=os.environ.get(ENV_VERIFIED_ONLY) == "1",

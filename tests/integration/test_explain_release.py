@@ -67,3 +67,14 @@ def test_tf32_is_what_the_installed_code_computes(
             assert "token2wav_allow_tf32" in _line(tf32["at"])
         else:
             assert tf32["value"] is False
+
+
+def test_probe_names_the_layout_the_plugin_would_work_on(capsys: pytest.CaptureFixture[str]) -> None:
+    """explain --probe reads the installed release's code as the plugin's admission does: the layout
+    it names per model is the one recognised in that release's wheel (tests/data/integrations)."""
+    layouts = json.loads((ROOT / "tests" / "data" / "integrations" / "layouts.json").read_text())
+    result = run_cli(capsys, "explain", TURN, "--backend", "--probe", "--platform", "cuda", "-o", "json")
+    assert result.code == 0, result.err
+    host = json.loads(result.out)["host"]
+    assert host["plugin_layouts"] == layouts[VERSION]
+    assert all(problems == [] for problems in host["plugin_shapes"].values())
