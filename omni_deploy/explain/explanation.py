@@ -127,8 +127,13 @@ def explain(
         result["platforms"] = {
             p: overview(deployment.on(p), info, extra, decisions[p].speaker_backend) for p in platforms
         }
+    from omni_deploy.validate.check_code2wav_caches import code2wav_caches
+
+    caches = code2wav_caches(deployment, reads)
     for p in platforms:
         result["platforms"][p]["vllm_omni_own"] = [b.as_dict() for b in own[p]]
+        if not backend_only:
+            result["platforms"][p]["code2wav_caches"] = caches.as_dict() if caches is not None else None
     return Explanation(deployment, host, backend_only, decisions, result, preparations, own, reads.version)
 
 
@@ -376,4 +381,34 @@ def _overview_lines(platform: str, data: dict[str, Any]) -> list[str]:
     if data["code2wav"] is not None:
         knobs = ", ".join(f"{k}={json.dumps(v)}" for k, v in data["code2wav"].items() if v is not None)
         lines.append(f"  code2wav: {knobs}")
+    lines += _cache_lines(data.get("code2wav_caches"))
+    return lines
+
+
+def _cache_lines(caches: dict[str, Any] | None) -> list[str]:
+    """Code2Wav's voice caches against the voices a forward batches (validate's I366/I367 say what to change)."""
+    if not caches or (caches["setup"] is None and caches["prompt"] is None):
+        return []
+    batch = caches["max_num_seqs"]
+    lines = [
+        f"  code2wav voice caches (a forward batches up to {batch if batch is not None else '?'} requests):"
+    ]
+    for label, cache in (("setup", caches["setup"]), ("prompt", caches["prompt"])):
+        if cache is None:
+            continue
+        short = batch is not None and cache["voices"] < batch
+        again = (
+            "a forward of more cached voices than this runs every voice's setup again"
+            if label == "setup"
+            else "a voice that left it prepares its prompt again"
+        )
+        what = f"fewer than a batch: {again}" if short else "holds a full batch of voices"
+        lines.append(
+            f"    {label:<6} {cache['voices']:>3} voices  {cache['key']} ({cache['origin']}): {what}"
+        )
+    if caches["setup_gib"] is not None and caches["setup"] is not None:
+        lines.append(
+            f"    the setup cache holds about {caches['setup_gib']:g} GiB of the stage's GPU memory "
+            f"({caches['gib_per_cached_setup']} GiB a voice, measured), outside vLLM's accounting"
+        )
     return lines

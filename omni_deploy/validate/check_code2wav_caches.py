@@ -16,9 +16,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from omni_deploy.common import codes
 from omni_deploy.config.nodes import Map, Node, Origin, Scalar, to_plain
+from omni_deploy.deployment.model import Deployment
+from omni_deploy.knowledge.target import TargetReads
 from omni_deploy.validate.context import Context
 from omni_deploy.validate.findings import Finding, at
 from omni_deploy.validate.rules import emits
@@ -51,6 +54,24 @@ class Caches:
     def setup_gib(self) -> float | None:
         return None if self.setup is None else self.setup.size * GIB_PER_CACHED_SETUP
 
+    def as_dict(self) -> dict[str, Any]:
+        """For explain: each cache's size and where it comes from, the batch, the setup cache's GPU memory."""
+
+        def one(cache: Cache | None) -> dict[str, Any] | None:
+            if cache is None:
+                return None
+            origin = str(cache.node.origin) if cache.node is not None else "default"
+            return {"key": cache.key, "voices": cache.size, "origin": origin, "read_at": cache.read_at}
+
+        gib = self.setup_gib
+        return {
+            "max_num_seqs": self.batch,
+            "setup": one(self.setup),
+            "prompt": one(self.prompt),
+            "setup_gib": None if gib is None else round(gib, 2),
+            "gib_per_cached_setup": GIB_PER_CACHED_SETUP,
+        }
+
 
 def _int(node: Node | None) -> int | None:
     value = node.value if isinstance(node, Scalar) else None
@@ -63,9 +84,9 @@ def _int(node: Node | None) -> int | None:
     return None
 
 
-def code2wav_caches(ctx: Context) -> Caches | None:
-    """The Code2Wav stage's caches (None: not MiniCPM-o, or no Code2Wav stage)."""
-    deployment = ctx.deployment
+def code2wav_caches(deployment: Deployment, target_reads: TargetReads) -> Caches | None:
+    """The Code2Wav stage's caches as `target_reads`' release reads them (None: not MiniCPM-o, or no
+    Code2Wav stage). For validate's findings and explain's overview alike."""
     known = deployment.pipeline.known
     if not deployment.pipeline.is_minicpmo or known is None or known.code2wav_stage is None:
         return None
@@ -74,7 +95,7 @@ def code2wav_caches(ctx: Context) -> Caches | None:
     extra = deployment.code2wav_extra()
 
     def cache(key: str) -> Cache | None:
-        read = ctx.target_reads.reads("code2wav", key)
+        read = target_reads.reads("code2wav", key)
         if read is None:
             return None
         node = extra.get(key) if isinstance(extra, Map) else None
@@ -151,7 +172,7 @@ def check_code2wav_caches(ctx: Context) -> list[Finding]:
                   token2wav_device_prepare: true
     """
     out = _prepare_without_effect(ctx)
-    caches = code2wav_caches(ctx)
+    caches = code2wav_caches(ctx.deployment, ctx.target_reads)
     if caches is None:
         return out
     where = ctx.deployment.code2wav_extra_path

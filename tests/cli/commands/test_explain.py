@@ -270,3 +270,29 @@ def test_the_platform_label_says_its_true_source(
     for decision in json.loads(data.out)["platforms"].values():
         (reason,) = [r for r in decision["reasons"] if r["setting"] == "platform"]
         assert reason["origin"] == origin
+
+
+def test_the_overview_says_what_the_code2wav_voice_caches_hold(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """The caches validate's I366/I367 judge, as a short table: at their defaults (setup 1, prompt
+    4) against the 8 requests a forward batches, and set to 16 in an overlay."""
+    bench = str(ROOT / "deploy" / "turn-bench.yaml")
+    result = run_cli(
+        capsys, "explain", bench, "--platform", "cuda", "--target-version", "0.30.0", "-o", "json"
+    )
+    assert result.code == 0, result.err
+    caches = json.loads(result.out)["platforms"]["cuda"]["code2wav_caches"]
+    assert caches["max_num_seqs"] == 8
+    assert (caches["setup"]["voices"], caches["setup"]["origin"]) == (1, "default")
+    assert (caches["prompt"]["voices"], caches["prompt"]["origin"]) == (4, "default")
+    overlay = tmp_path / "caches.yaml"
+    overlay.write_text(
+        f"base_config: {bench}\nconnectors:\n  connector_of_shared_memory:\n    extra:\n"
+        "      token2wav_setup_cache_size: 16\n      token2wav_runtime_prompt_cache_size: 16\n"
+    )
+    result = run_cli(capsys, "explain", str(overlay), "--platform", "cuda", "--target-version", "0.30.0")
+    assert result.code == 0, result.err
+    table = result.out[result.out.index("code2wav voice caches") :]
+    assert "setup   16 voices  token2wav_setup_cache_size (" in table and "holds a full batch" in table
+    assert "about 5.76 GiB of the stage's GPU memory" in table
