@@ -127,7 +127,7 @@ def explain(
         result["platforms"] = {
             p: overview(deployment.on(p), info, extra, decisions[p].speaker_backend) for p in platforms
         }
-    from omni_deploy.validate.check_code2wav_caches import code2wav_caches
+    from omni_deploy.deployment.code2wav_caches import code2wav_caches
 
     caches = code2wav_caches(deployment, reads)
     for p in platforms:
