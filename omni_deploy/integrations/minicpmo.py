@@ -21,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import os
+import sys
 from collections.abc import Mapping
 from types import ModuleType
 from typing import Any
@@ -53,6 +54,7 @@ from omni_deploy.integrations.takeover import (
     tf32_field,
     wrap_once,
 )
+from omni_deploy.integrations.targets import MINICPMO_LAZY
 from omni_deploy.integrations.warmup import ENV_BUDGET, budget_from_env, max_num_seqs, warm_stage
 
 
@@ -158,7 +160,7 @@ def _describe(model: Any) -> str:
     return type(model).__name__
 
 
-LAZY_LAYOUT = "lazy-session+prefetch"  # targets.MINICPMO_LAZY.name
+LAZY_LAYOUT = MINICPMO_LAZY.name  # 0.32: the session built on first use, references prefetched
 
 
 def release_tf32(module: Any, extra: Mapping[str, Any]) -> tuple[bool, str] | None:
@@ -191,8 +193,6 @@ def release_tf32(module: Any, extra: Mapping[str, Any]) -> tuple[bool, str] | No
 def stage_choice(code2wav: Any, on_cuda: bool) -> Choice:
     """`speaker_rules.choose` for this stage, its TF32 the release's own policy unless the
     environment names one (OMNI_DEPLOY_SPK_TF32)."""
-    import sys
-
     extra = stage_extra(code2wav)
     choice = choose(extra, os.environ, on_cuda=on_cuda)
     own = release_tf32(sys.modules.get(type(code2wav).__module__), extra)
